@@ -1,0 +1,228 @@
+//! Building PTX and asking ptxas what it costs.
+//!
+//! [`build_ptx`] compiles an op crate (or this one) for
+//! `nvptx64-nvidia-cuda` with `-Zbuild-std=core`, `-C target-cpu=sm_90`,
+//! panic=abort and fat LTO, linked by `mage-ptx-linker`. It runs a nested
+//! cargo in its own target directory (`target/nvptx`), so tests and build
+//! scripts can call it while an outer cargo holds `target/`.
+//!
+//! [`ptxas`] finds the pinned ptxas (13.0.88, from PyPI's
+//! `nvidia-cuda-nvcc`), installing it under `target/tools` the first time.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// The ptxas version resource snapshots are made with.
+pub const PTXAS_VERSION: &str = "13.0.88";
+/// The GPU architecture PTX is built and assembled for.
+pub const ARCH: &str = "sm_90";
+pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// The workspace root (where `Cargo.toml` with `[workspace]` lives).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("common/ sits in the workspace").to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    // Do not inherit flags meant for the outer (host) build.
+    for v in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WRAPPER"] {
+        c.env_remove(v);
+    }
+    c.current_dir(workspace_root());
+    c
+}
+
+fn run(mut cmd: Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(format!("{what} failed ({}):\n{}", out.status, tail.join("\n")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The sysroot's LLVM tools folder (from rustup's `llvm-tools`).
+pub fn llvm_bin() -> Result<PathBuf, String> {
+    let mut c = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+    c.current_dir(workspace_root()).args(["--print", "sysroot"]);
+    let sysroot = run(c, "rustc --print sysroot")?.trim().to_string();
+    let mut host = Command::new("rustc");
+    host.current_dir(workspace_root()).args(["-vV"]);
+    let vv = run(host, "rustc -vV")?;
+    let triple = vv.lines().find_map(|l| l.strip_prefix("host: ")).ok_or("rustc -vV printed no host")?.trim().to_string();
+    let bin = Path::new(&sysroot).join("lib/rustlib").join(triple).join("bin");
+    if !bin.join("llc").exists() {
+        return Err(format!(
+            "{} has no llc: the pinned toolchain's `llvm-tools` component is missing (see `cargo xtask doctor`, line `toolchain`)",
+            bin.display()
+        ));
+    }
+    Ok(bin)
+}
+
+/// Builds `mage-ptx-linker` and returns its path.
+fn linker() -> Result<PathBuf, String> {
+    let dir = workspace_root().join("target/nvptx");
+    let mut c = cargo();
+    c.args(["build", "--quiet", "--release", "-p", "mage-ptx-linker", "--target-dir"]).arg(&dir);
+    run(c, "building mage-ptx-linker")?;
+    Ok(dir.join("release/mage-ptx-linker"))
+}
+
+/// Builds the PTX of `package` (`mage-layernorm`, or `mage-common` for the
+/// numerical-contract probes) and returns the `.ptx` path. Concurrent calls
+/// in one process build once; cargo's own lock serialises processes.
+pub fn build_ptx(package: &str) -> Result<PathBuf, String> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let linker = linker()?;
+    let llvm = llvm_bin()?;
+    let dir = workspace_root().join("target/nvptx");
+    let mut c = cargo();
+    c.env("MAGE_LLVM_BIN", &llvm)
+        .args(["rustc", "--quiet", "--lib", "-p", package, "--profile", "ptx", "--target", NVPTX_TARGET])
+        .args(["-Zbuild-std=core", "--crate-type", "cdylib", "--target-dir"])
+        .arg(&dir)
+        .args(["--", "-C", &format!("target-cpu={ARCH}"), "-C"])
+        .arg(format!("linker={}", linker.display()));
+    run(c, &format!("building the PTX of {package}"))?;
+    let ptx = dir.join(NVPTX_TARGET).join("ptx").join(format!("{}.ptx", package.replace('-', "_")));
+    if !ptx.exists() {
+        return Err(format!("the build of {package} wrote no {}", ptx.display()));
+    }
+    Ok(ptx)
+}
+
+/// The pinned ptxas: `$MAGE_PTXAS`, else the copy under `target/tools`,
+/// installed from PyPI (`nvidia-cuda-nvcc==13.0.88`) on first use.
+pub fn ptxas() -> Result<PathBuf, String> {
+    static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(p) = std::env::var_os("MAGE_PTXAS") {
+            return Ok(PathBuf::from(p));
+        }
+        let root = workspace_root().join("target/tools/pypi");
+        let bin = root.join("nvidia/cu13/bin/ptxas");
+        if !bin.exists() {
+            let mut c = Command::new("python3");
+            c.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+                .arg(&root)
+                .arg(format!("nvidia-cuda-nvcc=={PTXAS_VERSION}"));
+            run(c, "installing ptxas (python3 -m pip install nvidia-cuda-nvcc)")
+                .map_err(|e| format!("{e}\n(see `cargo xtask doctor`, line `ptxas`)"))?;
+        }
+        let version = ptxas_version(&bin)?;
+        if version != PTXAS_VERSION {
+            return Err(format!("{} is ptxas {version}; snapshots need {PTXAS_VERSION}", bin.display()));
+        }
+        Ok(bin)
+    })
+    .clone()
+}
+
+/// The version ptxas reports (`13.0.88`).
+pub fn ptxas_version(bin: &Path) -> Result<String, String> {
+    let mut c = Command::new(bin);
+    c.arg("--version");
+    let out = run(c, &format!("{} --version", bin.display()))?;
+    out.lines()
+        .find_map(|l| l.split("V").last().filter(|_| l.contains("Cuda compilation tools")))
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| format!("could not read a version from `{} --version`", bin.display()))
+}
+
+/// What ptxas reports for one kernel entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Resources {
+    pub entry: String,
+    pub registers: u32,
+    pub barriers: u32,
+    pub static_shared_bytes: u32,
+    pub stack_frame_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+}
+
+/// Runs `ptxas -v -arch=sm_90` on a PTX file and returns each entry's
+/// resources, sorted by entry name.
+pub fn ptxas_resources(ptx: &Path) -> Result<Vec<Resources>, String> {
+    let bin = ptxas()?;
+    let out_file = std::env::temp_dir().join(format!("mage-{}-{}.cubin", std::process::id(), ptx.file_stem().unwrap().to_string_lossy()));
+    let mut c = Command::new(&bin);
+    c.args(["-v", &format!("-arch={ARCH}"), "-o"]).arg(&out_file).arg(ptx);
+    let text = run(c, &format!("ptxas {}", ptx.display()))?;
+    let _ = std::fs::remove_file(&out_file);
+    Ok(parse_ptxas(&text))
+}
+
+fn number_before(line: &str, unit: &str) -> u32 {
+    line.split(',')
+        .find(|part| part.contains(unit))
+        .and_then(|part| part.split_whitespace().rev().find_map(|w| w.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Parses `ptxas -v` output.
+pub fn parse_ptxas(text: &str) -> Vec<Resources> {
+    let mut all: Vec<Resources> = vec![];
+    for line in text.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or_default();
+            all.push(Resources { entry: name.to_string(), ..Default::default() });
+        } else if let Some(r) = all.last_mut() {
+            if line.contains("bytes stack frame") {
+                r.stack_frame_bytes = number_before(line, "stack frame");
+                r.spill_store_bytes = number_before(line, "spill stores");
+                r.spill_load_bytes = number_before(line, "spill loads");
+            } else if line.contains("Used ") && line.contains("registers") {
+                r.registers = line
+                    .split("Used ")
+                    .nth(1)
+                    .and_then(|s| s.split_whitespace().next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                r.barriers = number_before(line, "barriers");
+                r.static_shared_bytes = number_before(line, "bytes smem");
+            }
+        }
+    }
+    all.sort_by(|a, b| a.entry.cmp(&b.entry));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ptxas_verbose_output() {
+        let text = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'b_kernel' for 'sm_90'\n\
+ptxas info    : Function properties for b_kernel\n\
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+ptxas info    : Used 40 registers, used 1 barriers, 32 bytes smem, 400 bytes cmem[0]\n\
+ptxas info    : Compiling entry function 'a_kernel' for 'sm_90'\n\
+ptxas info    : Function properties for a_kernel\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 12 registers, 380 bytes cmem[0]\n";
+        let r = parse_ptxas(text);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].entry, "a_kernel");
+        assert_eq!((r[0].registers, r[0].barriers, r[0].static_shared_bytes), (12, 0, 0));
+        assert_eq!(
+            r[1],
+            Resources {
+                entry: "b_kernel".into(),
+                registers: 40,
+                barriers: 1,
+                static_shared_bytes: 32,
+                stack_frame_bytes: 8,
+                spill_store_bytes: 4,
+                spill_load_bytes: 12
+            }
+        );
+    }
+}
