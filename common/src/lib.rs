@@ -19,7 +19,9 @@
 
 pub mod device;
 pub mod kernel;
+#[cfg(any(feature = "probes", not(target_arch = "nvptx64")))]
 pub mod probes;
+pub mod stats;
 
 pub use kernel::Kernel;
 

@@ -177,7 +177,7 @@ pub struct Op {
     pub tolerance: fn(&[u32]) -> Tolerance,
     /// Fewest bytes one call must move through device memory, and its flops.
     pub cost: fn(&[u32]) -> (u64, u64),
-    pub stages: &'static [Stage],
+    pub stages: &'static [&'static Stage],
 }
 
 /// The bit pattern outputs are filled with before a run: a NaN, so an
@@ -187,14 +187,14 @@ pub const OUTPUT_POISON: u32 = 0x7FC0_BEEF;
 impl Op {
     pub fn stage(&self, name: &str) -> Result<&'static Stage, String> {
         let want = name.replace('_', "-");
-        self.stages.iter().find(|s| s.name == want).ok_or_else(|| {
+        self.stages.iter().copied().find(|s| s.name == want).ok_or_else(|| {
             let names: Vec<_> = self.stages.iter().map(|s| s.name).collect();
             format!("{} has no stage `{name}`; its stages are {}", self.name, names.join(", "))
         })
     }
 
     pub fn current(&self) -> &'static Stage {
-        self.stages.iter().find(|s| s.name == "current").expect("every op registers `current`")
+        self.stages.iter().copied().find(|s| s.name == "current").expect("every op registers `current`")
     }
 
     /// `4096x768` style.
@@ -302,4 +302,37 @@ pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> R
         emu::launch_kernel(launch.kernel, &launch.config(), &args, &regions).map_err(|e| e.to_string())?;
     }
     Ok(out)
+}
+
+/// Runs a plan on the emulator and compares the output with the op's f64
+/// reference under its tolerance; the error names the worst element.
+pub fn check_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
+    let out = emulate_plan(op, plan, dims, inputs)?;
+    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), (op.tolerance)(dims));
+    if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(dims)) }
+}
+
+/// [`check_plan`] for a stage, after checking it supports the dims.
+pub fn check_stage(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
+    op.check_inputs(dims, inputs)?;
+    if !(stage.supports)(dims) {
+        return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
+    }
+    check_plan(op, &(stage.plan)(dims), dims, inputs).map_err(|e| format!("{} {} at {}: {e}", op.name, stage.name, Op::dims_label(dims)))
+}
+
+/// The nearest dims to `dims` that `stage` supports, changing only the
+/// last dim (searching up, then down, within `max`): lets one generated
+/// shape exercise every stage.
+pub fn fit_last_dim(stage: &Stage, dims: &[u32], max: u32) -> Option<Vec<u32>> {
+    let mut d = dims.to_vec();
+    let last = d.len() - 1;
+    let start = d[last];
+    for w in (start..=max).chain((1..start).rev()) {
+        d[last] = w;
+        if (stage.supports)(&d) {
+            return Some(d);
+        }
+    }
+    None
 }

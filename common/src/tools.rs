@@ -86,6 +86,7 @@ pub fn build_ptx(package: &str) -> Result<PathBuf, String> {
         .args(["rustc", "--quiet", "--lib", "-p", package, "--profile", "ptx", "--target", NVPTX_TARGET])
         .args(["-Zbuild-std=core", "--crate-type", "cdylib", "--target-dir"])
         .arg(&dir)
+        .args(if package == "mage-common" { &["--features", "probes"][..] } else { &[] })
         .args(["--", "-C", &format!("target-cpu={ARCH}"), "-C"])
         .arg(format!("linker={}", linker.display()));
     run(c, &format!("building the PTX of {package}"))?;

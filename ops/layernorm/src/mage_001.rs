@@ -1,0 +1,90 @@
+//! mage-001: one 256-thread block per row, three passes over the row.
+//!
+//! Each thread strides over the row; partial sums meet in shared memory
+//! through a tree of barriers (eight halvings). Pass one finds the mean of
+//! the row shifted by its first element, pass two the centred sums
+//! (corrected two-pass: the mean is refined by the mean deviation), pass
+//! three writes. The starting point: every partial answer waits at every
+//! barrier, and the row is read three times.
+
+use crate::EPS;
+use mage_common::device::*;
+
+pub const THREADS: u32 = 256;
+
+/// Sum of `v` over the block, returned to every thread. Uses shared words
+/// `0..THREADS`.
+#[inline(always)]
+fn block_sum(v: f32) -> f32 {
+    let t = thread_idx_x();
+    smem_st(t * 4, v);
+    sync_threads();
+    let mut s = THREADS / 2;
+    while s > 0 {
+        if t < s {
+            smem_st(t * 4, smem_ld(t * 4) + smem_ld((t + s) * 4));
+        }
+        sync_threads();
+        s /= 2;
+    }
+    let total = smem_ld(0);
+    // Everyone reads the total before the words are reused.
+    sync_threads();
+    total
+}
+
+mage_common::kernel! {
+    /// One block per row; the tree reductions need `THREADS * 4` bytes of shared memory.
+    pub unsafe fn layernorm_block_tree(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+        let _ = rows;
+        let (t, base) = (thread_idx_x(), block_idx_x() * width);
+        let n = width as f32;
+        unsafe {
+            let shift = ld_nc(x, base);
+            let mut s = 0.0;
+            let mut c = t;
+            while c < width {
+                s += ld_nc(x, base + c) - shift;
+                c += THREADS;
+            }
+            let mean0 = block_sum(s) / n;
+            let (mut sd, mut sd2) = (0.0, 0.0);
+            c = t;
+            while c < width {
+                let d = ld_nc(x, base + c) - shift - mean0;
+                sd += d;
+                sd2 += d * d;
+                c += THREADS;
+            }
+            let (sd, sd2) = (block_sum(sd), block_sum(sd2));
+            let mean = mean0 + sd / n;
+            let var = ((sd2 - sd * sd / n) / n).max(0.0);
+            let rstd = 1.0 / sqrt(var + EPS);
+            c = t;
+            while c < width {
+                let d = ld_nc(x, base + c) - shift - mean;
+                st(y, base + c, fma(d * rstd, ld_nc(gamma, c), ld_nc(beta, c)));
+                c += THREADS;
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
+    name: "mage-001",
+    summary: "256-thread block per row, shared-memory tree reductions, three passes",
+    kernels: &[&layernorm_block_tree::KERNEL],
+    supports: |_| true,
+    plan: |d| {
+        use mage_common::emu::Dim3;
+        mage_common::op::Launch {
+            kernel: &layernorm_block_tree::KERNEL,
+            grid: Dim3::x(d[0]),
+            block: Dim3::x(THREADS),
+            shared_bytes: THREADS * 4,
+            args: crate::args(d[0], d[1]),
+        }
+        .into()
+    },
+};
