@@ -2,6 +2,9 @@ fn main() {
     let pkg = std::env::args().nth(1).unwrap_or("mage-common".into());
     match mage_common::tools::build_ptx(&pkg) {
         Ok(p) => println!("{}", p.display()),
-        Err(e) => { eprintln!("{e}"); std::process::exit(1) }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
     }
 }

@@ -50,12 +50,7 @@ impl F32x4 {
     }
     #[inline(always)]
     pub fn zip3(self, b: Self, c: Self, f: impl Fn(f32, f32, f32) -> f32) -> Self {
-        F32x4 {
-            x: f(self.x, b.x, c.x),
-            y: f(self.y, b.y, c.y),
-            z: f(self.z, b.z, c.z),
-            w: f(self.w, b.w, c.w),
-        }
+        F32x4 { x: f(self.x, b.x, c.x), y: f(self.y, b.y, c.y), z: f(self.z, b.z, c.z), w: f(self.w, b.w, c.w) }
     }
     #[inline(always)]
     pub fn to_array(self) -> [f32; 4] {

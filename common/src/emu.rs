@@ -214,12 +214,9 @@ fn check_global(b: &Block, addr: usize, size: usize, align: usize, store: bool) 
         })
         .min_by_key(|(d, _, _)| *d);
     match nearest {
-        Some((_, r, off)) => panic!(
-            "global {what} out of bounds: {size} bytes at byte {off} of buffer `{}` ({} bytes) by {}",
-            r.name,
-            r.bytes,
-            b.who()
-        ),
+        Some((_, r, off)) => {
+            panic!("global {what} out of bounds: {size} bytes at byte {off} of buffer `{}` ({} bytes) by {}", r.name, r.bytes, b.who())
+        }
         None => panic!("global {what} {addr:#x} in a launch with no buffers by {}", b.who()),
     }
 }
@@ -305,9 +302,7 @@ pub(crate) fn shared_store<T: Copy>(offset: u32, v: T) {
 // ------------------------------------------------------------- scheduler
 
 fn take_stack() -> DefaultStack {
-    STACKS
-        .with(|s| s.borrow_mut().pop())
-        .unwrap_or_else(|| DefaultStack::new(STACK_BYTES).expect("allocating an emulator stack"))
+    STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| DefaultStack::new(STACK_BYTES).expect("allocating an emulator stack"))
 }
 
 fn give_stack(stack: DefaultStack) {
@@ -474,19 +469,9 @@ pub fn launch(config: &LaunchConfig, regions: &[Region], kernel: &(dyn Fn() + Sy
 }
 
 /// Launches a [`Kernel`] with resolved arguments on the emulator.
-pub fn launch_kernel(
-    kernel: &Kernel,
-    config: &LaunchConfig,
-    args: &[ArgValue],
-    regions: &[Region],
-) -> Result<(), EmuError> {
+pub fn launch_kernel(kernel: &Kernel, config: &LaunchConfig, args: &[ArgValue], regions: &[Region]) -> Result<(), EmuError> {
     if args.len() != kernel.params.len() {
-        return Err(EmuError(format!(
-            "{} takes {} arguments, got {}",
-            kernel.name,
-            kernel.params.len(),
-            args.len()
-        )));
+        return Err(EmuError(format!("{} takes {} arguments, got {}", kernel.name, kernel.params.len(), args.len())));
     }
     let host = kernel.host;
     launch(config, regions, &|| host(args)).map_err(|e| EmuError(format!("{}: {e}", kernel.name)))

@@ -136,10 +136,8 @@ pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
         return Err(format!("case {d} is a `{}` case, not `{}`", spec.op, op.name));
     }
     op.check_dims(&spec.dims).map_err(|e| format!("case {d}: {e}"))?;
-    let sums_text =
-        fs::read_to_string(dir.join("inputs.sha256.json")).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
-    let sha256: BTreeMap<String, String> =
-        serde_json::from_str(&sums_text).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
+    let sums_text = fs::read_to_string(dir.join("inputs.sha256.json")).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
+    let sha256: BTreeMap<String, String> = serde_json::from_str(&sums_text).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
     let lens = (op.input_lens)(&spec.dims);
     let mut inputs = vec![];
     for (input, want) in op.inputs.iter().zip(&lens) {
@@ -204,4 +202,56 @@ mod tests {
         assert!((mean - 1.0).abs() < 0.01, "mean {mean}");
         assert!((var.sqrt() - 0.25).abs() < 0.01, "std {}", var.sqrt());
     }
+}
+
+/// Every committed case directory under `fixtures/` for `op`, sorted.
+pub fn committed_cases(op: &Op) -> Vec<PathBuf> {
+    let root = crate::tools::workspace_root().join("fixtures");
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            fs::read_to_string(p.join("input.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<CaseSpec>(&t).ok())
+                .is_some_and(|s| s.op == op.name)
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Checks an op against its committed golden cases: the Rust f64
+/// reference agrees with the independent `expected.bin` to f32 rounding,
+/// and every stage that supports a case's dims matches it under the op's
+/// tolerance on the emulator. Returns how many (case, stage) pairs ran.
+pub fn check_golden_cases(op: &Op) -> Result<usize, String> {
+    let cases = committed_cases(op);
+    if cases.is_empty() {
+        return Err(format!("no committed fixture cases for {}", op.name));
+    }
+    let mut checked = 0;
+    for dir in cases {
+        let case = read_case(&dir, op)?;
+        let dims = &case.spec.dims;
+        let expected = case.expected.as_ref().ok_or_else(|| format!("{} has no expected.bin", dir.display()))?;
+        let reference = (op.reference)(dims, &case.inputs);
+        for (i, (e, r)) in expected.iter().zip(&reference).enumerate() {
+            if (*e as f64 - r).abs() > 2.0 * f32::EPSILON as f64 * r.abs().max(1e-30) + 1e-30 {
+                return Err(format!("{}: reference and expected.bin disagree at {i}: {r} vs {e}", dir.display()));
+            }
+        }
+        let expected64: Vec<f64> = expected.iter().map(|v| *v as f64).collect();
+        for stage in op.stages.iter().filter(|s| (s.supports)(dims)) {
+            let out = crate::op::emulate(op, stage, dims, &case.inputs)?;
+            let cmp = crate::numeric::compare(&out, &expected64, (op.tolerance)(dims));
+            if !cmp.passed() {
+                return Err(format!("{} {} on {}: {}", op.name, stage.name, dir.display(), cmp.summary(dims)));
+            }
+            checked += 1;
+        }
+    }
+    Ok(checked)
 }

@@ -215,13 +215,7 @@ impl Op {
 
     pub fn check_dims(&self, dims: &[u32]) -> Result<(), String> {
         if dims.len() != self.dim_names.len() {
-            return Err(format!(
-                "{} takes {} dims ({}), got {}",
-                self.name,
-                self.dim_names.len(),
-                self.dim_names.join(","),
-                dims.len()
-            ));
+            return Err(format!("{} takes {} dims ({}), got {}", self.name, self.dim_names.len(), self.dim_names.join(","), dims.len()));
         }
         for ((name, d), min) in self.dim_names.iter().zip(dims).zip(self.min_dims) {
             if d < min {

@@ -179,12 +179,8 @@ pub fn parse_ptxas(text: &str) -> Vec<Resources> {
                 r.spill_store_bytes = number_before(line, "spill stores");
                 r.spill_load_bytes = number_before(line, "spill loads");
             } else if line.contains("Used ") && line.contains("registers") {
-                r.registers = line
-                    .split("Used ")
-                    .nth(1)
-                    .and_then(|s| s.split_whitespace().next())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
+                r.registers =
+                    line.split("Used ").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
                 r.barriers = number_before(line, "barriers");
                 r.static_shared_bytes = number_before(line, "bytes smem");
             }
@@ -226,4 +222,35 @@ ptxas info    : Used 12 registers, 380 bytes cmem[0]\n";
             }
         );
     }
+}
+
+/// One kernel entry's resource request, as snapshots record it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EntryRequest {
+    pub stage: String,
+    #[serde(flatten)]
+    pub resources: Resources,
+    /// Dynamic shared bytes the stage asks for at the op's default dims
+    /// (`None` where the stage does not launch this entry there).
+    pub dynamic_shared_bytes_at_default: Option<u32>,
+}
+
+/// The ptxas resource request of every kernel entry of every stage of `op`,
+/// in registry order: what a resource snapshot records.
+pub fn resource_requests(op: &crate::op::Op) -> Result<Vec<EntryRequest>, String> {
+    let ptx = build_ptx(op.package)?;
+    let all = ptxas_resources(&ptx)?;
+    let mut out = vec![];
+    for stage in op.stages {
+        let at_default = ((stage.supports)(op.default_dims)).then(|| (stage.plan)(op.default_dims));
+        for k in stage.kernels {
+            let r = all
+                .iter()
+                .find(|r| r.entry == k.name)
+                .ok_or_else(|| format!("ptxas reported no entry `{}` in {}", k.name, ptx.display()))?;
+            let dynamic = at_default.as_ref().and_then(|p| p.launches.iter().find(|l| l.kernel.name == k.name).map(|l| l.shared_bytes));
+            out.push(EntryRequest { stage: stage.name.into(), resources: r.clone(), dynamic_shared_bytes_at_default: dynamic });
+        }
+    }
+    Ok(out)
 }

@@ -1,1 +1,127 @@
-fn main() {}
+//! `cargo xtask`: every Mage task.
+//!
+//! The same binary, built in release by `cargo xtask bundle`, is what runs
+//! on a GPU machine: it carries the PTX of every op (see `build.rs`) and
+//! needs only the CUDA driver there.
+
+mod doctor;
+mod gpu;
+mod ops;
+mod probes;
+mod report;
+mod runner;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Mage: write, test and measure GPU kernels in Rust")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunArgs {
+    /// The operation (`layernorm`, ...).
+    pub op: String,
+    /// Dims, comma separated (`4096,768`); the op's default if omitted.
+    #[arg(long)]
+    pub dims: Option<String>,
+    /// A stage (`mage-006`); `current` if omitted.
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Read inputs (and dims) from a fixture case directory.
+    #[arg(long)]
+    pub case: Option<PathBuf>,
+    /// Seed for generated inputs.
+    #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Run on the CPU emulator: correctness only, no timings.
+    #[arg(long)]
+    pub emulate: bool,
+    /// Write the output as little-endian f32 to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct SweepArgs {
+    pub op: String,
+    /// Extra shapes besides the op's sweep list (repeatable: `--dims 2048,1024`).
+    #[arg(long)]
+    pub dims: Vec<String>,
+    /// Only these stages (repeatable); every stage if omitted.
+    #[arg(long)]
+    pub stage: Vec<String>,
+    /// Run on the CPU emulator: correctness only, no timings.
+    #[arg(long)]
+    pub emulate: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the JSON results go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Check, one line each, what building and running needs.
+    Doctor,
+    /// Build the PTX of every op (or the ones named) and print where it is.
+    Ptx { packages: Vec<String> },
+    /// Write a fixture case directory.
+    Fixtures {
+        op: String,
+        #[arg(long)]
+        dims: Option<String>,
+        #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
+        seed: u64,
+        /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
+        #[arg(long, allow_negative_numbers = true)]
+        constant: Option<f32>,
+        /// The case directory (default `fixtures/<op>-<dims>`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run one stage: check it against the f64 reference, then time it.
+    Run(RunArgs),
+    /// Run every stage over the op's sweep shapes; print a table, keep JSON.
+    Sweep(SweepArgs),
+    /// Build the release binary with its PTX into one folder for a GPU machine.
+    Bundle {
+        #[arg(long, default_value = "dist/mage")]
+        out: PathBuf,
+    },
+    /// On a GPU: measure the numerical contract and compare every stage
+    /// with the emulator on small shapes.
+    GpuCheck {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Doctor => doctor::run(),
+        Cmd::Ptx { packages } => ops::build_all(&packages),
+        Cmd::Fixtures { op, dims, seed, constant, out } => runner::fixtures(&op, dims.as_deref(), seed, constant, out),
+        Cmd::Run(args) => runner::run(&args),
+        Cmd::Sweep(args) => runner::sweep(&args),
+        Cmd::Bundle { out } => ops::bundle(&out),
+        Cmd::GpuCheck { json } => runner::gpu_check(json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

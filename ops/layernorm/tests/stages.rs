@@ -50,10 +50,7 @@ fn dist() -> impl Strategy<Value = Dist> {
 }
 
 fn width() -> impl Strategy<Value = u32> {
-    prop_oneof![
-        prop::sample::select(vec![1u32, 3, 4, 127, 128, 129, 256, 768, 1000, 1024, 1025, 2048, 4096]),
-        1u32..=4096,
-    ]
+    prop_oneof![prop::sample::select(vec![1u32, 3, 4, 127, 128, 129, 256, 768, 1000, 1024, 1025, 2048, 4096]), 1u32..=4096,]
 }
 
 /// Checks `stage` at the nearest width it supports.

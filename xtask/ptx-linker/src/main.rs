@@ -43,9 +43,9 @@ fn parse(mut raw: impl Iterator<Item = OsString>) -> Result<Args, String> {
             "--target-cpu" => a.cpu = next(&mut raw, &s)?,
             "-o" => a.output = PathBuf::from(next(&mut raw, &s)?),
             "--debug" | "--bitcode-linker-flavor" => {}
-            _ if s.starts_with("--target-feature=") => a.features.extend(
-                s["--target-feature=".len()..].split(',').filter(|f| !f.is_empty()).map(String::from),
-            ),
+            _ if s.starts_with("--target-feature=") => {
+                a.features.extend(s["--target-feature=".len()..].split(',').filter(|f| !f.is_empty()).map(String::from))
+            }
             _ if s.starts_with("--target-feature") => {
                 let v = next(&mut raw, &s)?;
                 a.features.extend(v.split(',').filter(|f| !f.is_empty()).map(String::from));
@@ -69,10 +69,8 @@ fn bitcode_members(rlib: &Path, dir: &Path) -> Result<Vec<PathBuf>, String> {
     while pos + 60 <= data.len() {
         let header = &data[pos..pos + 60];
         let name = String::from_utf8_lossy(&header[..16]).trim_end().to_string();
-        let size: usize = String::from_utf8_lossy(&header[48..58])
-            .trim()
-            .parse()
-            .map_err(|_| format!("{}: bad member size", rlib.display()))?;
+        let size: usize =
+            String::from_utf8_lossy(&header[48..58]).trim().parse().map_err(|_| format!("{}: bad member size", rlib.display()))?;
         let body = &data[pos + 60..pos + 60 + size];
         if name == "//" {
             long_names = body.to_vec();
@@ -92,10 +90,7 @@ fn llvm_bin() -> Result<PathBuf, String> {
         return Ok(PathBuf::from(dir));
     }
     let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|e| format!("rustc --print sysroot: {e}"))?;
+    let out = Command::new(rustc).args(["--print", "sysroot"]).output().map_err(|e| format!("rustc --print sysroot: {e}"))?;
     let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let host = env!("MAGE_HOST_TRIPLE");
     Ok(Path::new(&sysroot).join("lib/rustlib").join(host).join("bin"))
@@ -146,10 +141,8 @@ fn link(a: Args) -> Result<(), String> {
         ],
     )?;
 
-    let mut llc: Vec<OsString> = vec![
-        format!("-mcpu={}", a.cpu).into(),
-        format!("-{level}").replace("-Os", "-O2").replace("-Oz", "-O2").into(),
-    ];
+    let mut llc: Vec<OsString> =
+        vec![format!("-mcpu={}", a.cpu).into(), format!("-{level}").replace("-Os", "-O2").replace("-Oz", "-O2").into()];
     if !a.features.is_empty() {
         llc.push(format!("-mattr={}", a.features.join(",")).into());
     }

@@ -1,0 +1,30 @@
+//! Builds the PTX of every op crate (and the contract probes of
+//! mage-common) and embeds it, so the binary that runs kernels needs only a
+//! CUDA driver where it runs. A failed PTX build does not fail this build:
+//! the binary then says so when a command needs the PTX.
+
+use std::fmt::Write;
+
+const PACKAGES: &[&str] = &["mage-common", "mage-layernorm"];
+
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let root = mage_common::tools::workspace_root();
+    for dir in ["common/src", "ops", "xtask/ptx-linker/src"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    let mut code = String::from(
+        "/// (package, PTX) of every kernel crate, built with this binary.\npub static EMBEDDED: &[(&str, Result<&str, &str>)] = &[\n",
+    );
+    for pkg in PACKAGES {
+        match mage_common::tools::build_ptx(pkg) {
+            Ok(path) => writeln!(code, "    ({pkg:?}, Ok(include_str!({:?}))),", path.display().to_string()).unwrap(),
+            Err(e) => {
+                println!("cargo:warning=PTX of {pkg} not built: {}", e.lines().next().unwrap_or_default());
+                writeln!(code, "    ({pkg:?}, Err({e:?})),").unwrap();
+            }
+        }
+    }
+    code.push_str("];\n");
+    std::fs::write(out.join("ptx.rs"), code).unwrap();
+}
