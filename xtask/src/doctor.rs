@@ -35,7 +35,9 @@ fn ptx_isa(driver: &str) -> &'static str {
 }
 
 pub fn run() -> Result<(), String> {
-    let in_workspace = mage_common::tools::workspace_root().join("rust-toolchain.toml").exists();
+    // A bundle on a GPU machine has no cargo and needs none: its PTX is inside.
+    let in_workspace =
+        mage_common::tools::workspace_root().join("rust-toolchain.toml").exists() && output("cargo", &["--version"]).is_some();
     if in_workspace {
         match output("rustc", &["--version"]) {
             Some(v) => {

@@ -10,7 +10,9 @@
 //! | [`mage_002`] | one warp per row, 128-bit quads, shuffle reductions |
 //! | [`mage_003`] | two warps per row meeting once in shared memory behind one barrier |
 //! | [`mage_006`] | one 128-thread block per row, the row held in registers, one read, one barrier, `rsqrt.approx` |
-//! | [`current`] | the dispatcher: picks a stage for the shape |
+//! | [`mage_007`] | one warp per row, the row held in registers: one read, no shared memory, no barrier |
+//! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
+//! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
 //! row's first element (exact where the row's values are close together)
@@ -22,6 +24,8 @@ pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_006;
+pub mod mage_007;
+pub mod mage_008;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -68,7 +72,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &current::STAGE];
+    pub static STAGES: [&Stage; 7] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE, &current::STAGE];
 
     pub static OP: Op = Op {
         name: "layernorm",

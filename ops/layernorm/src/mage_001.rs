@@ -6,6 +6,10 @@
 //! (corrected two-pass: the mean is refined by the mean deviation), pass
 //! three writes. The starting point: every partial answer waits at every
 //! barrier, and the row is read three times.
+//!
+//! Measured on the H200 (CUPTI kernel time, hot L2): 18.29 µs at 4096x768;
+//! on wide rows it is the fastest stage (4096x4096: 51.96 µs, 16384x4096:
+//! 176.5 µs), its strided scalar loop keeping many loads in flight.
 
 use crate::EPS;
 use mage_common::device::*;

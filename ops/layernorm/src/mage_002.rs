@@ -5,6 +5,9 @@
 //! shared memory and no barrier. Eight rows share a 256-thread block. Still
 //! three passes over the row (mean, centred sums, output). Widths must be a
 //! multiple of 4.
+//!
+//! Measured on the H200 (CUPTI kernel time, hot L2): 6.93 µs at 4096x768
+//! (mage-001 18.29 µs), 11.96 µs at 8192x768.
 
 use crate::EPS;
 use mage_common::device::*;

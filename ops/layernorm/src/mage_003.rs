@@ -13,6 +13,10 @@
 //! 0.43). [`supports`] keeps the kernel to widths it can share (multiples of
 //! 256, up to 4096), and a test shows the property tests find the defect
 //! when that guard is removed.
+//!
+//! Measured on the H200 (CUPTI kernel time, hot L2): 7.28 µs at 4096x768
+//! (mage-002 6.93 µs: the Chan merge per quad costs a division each),
+//! 6.88 µs at 1024x2048.
 
 use crate::EPS;
 use mage_common::device::*;

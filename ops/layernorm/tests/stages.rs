@@ -129,10 +129,11 @@ fn property_tests_find_the_mage_003_defect_without_its_guard() {
 #[test]
 fn current_dispatches_by_shape() {
     let pick = |d: [u32; 2]| current::choose(&d).name;
-    assert_eq!(pick([4096, 768]), "mage-006");
-    assert_eq!(pick([8, 1024]), "mage-006");
-    assert_eq!(pick([1024, 2048]), "mage-003");
-    assert_eq!(pick([4096, 4096]), "mage-003");
-    assert_eq!(pick([8, 2052]), "mage-002");
+    assert_eq!(pick([4096, 768]), "mage-007");
+    assert_eq!(pick([8192, 768]), "mage-002");
+    assert_eq!(pick([8, 1024]), "mage-007");
+    assert_eq!(pick([1024, 2048]), "mage-008");
+    assert_eq!(pick([4096, 4096]), "mage-001");
+    assert_eq!(pick([8, 2052]), "mage-001");
     assert_eq!(pick([8, 1001]), "mage-001");
 }
