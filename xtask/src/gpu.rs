@@ -38,7 +38,7 @@ use mage_common::op::{Arg, Elem, HostBuf, OUTPUT_POISON, Op, Plan};
 use serde::Serialize;
 
 /// Where to go when there is no GPU.
-const EMULATE_HINT: &str = "run with --emulate for a CPU check (correctness only)";
+const EMULATE_HINT: &str = "run with --emulate for a CPU check (correctness only); see `cargo xtask doctor`, line `CUDA driver`";
 
 /// The oldest driver (as `cuDriverGetVersion` reports it) whose symbols the
 /// CUDA 13.0 bindings call: `cuEventElapsedTime_v2` arrived in 12.8, and a
