@@ -5,8 +5,6 @@
 
 use std::fmt::Write;
 
-const PACKAGES: &[&str] = &["mage-common", "mage-layernorm"];
-
 fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let root = mage_common::tools::workspace_root();
@@ -16,7 +14,17 @@ fn main() {
     let mut code = String::from(
         "/// (package, PTX) of every kernel crate, built with this binary.\npub static EMBEDDED: &[(&str, Result<&str, &str>)] = &[\n",
     );
-    for pkg in PACKAGES {
+    // mage-common (its contract probes) and every op crate under ops/.
+    let mut packages = vec!["mage-common".to_string()];
+    let mut ops: Vec<String> = std::fs::read_dir(root.join("ops"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| format!("mage-{}", e.file_name().to_string_lossy()))
+        .collect();
+    ops.sort();
+    packages.extend(ops);
+    for pkg in &packages {
         match mage_common::tools::build_ptx(pkg) {
             Ok(path) => writeln!(code, "    ({pkg:?}, Ok(include_str!({:?}))),", path.display().to_string()).unwrap(),
             Err(e) => {

@@ -525,3 +525,67 @@ pub fn ex2_approx(x: f32) -> f32 {
 pub fn recip(x: f32) -> f32 {
     1.0 / x
 }
+
+// ------------------------------------------------ added for matmul
+
+/// `cp.async.ca.shared.global` of 4 bytes with zero fill: copies the first
+/// `src_bytes` bytes (0 or 4) of `src[i]` to shared byte `offset` and fills
+/// the rest of the 4 bytes with zeros (PTX's src-size operand). With
+/// `src_bytes == 0` nothing is read; kernels still pass an index inside the
+/// buffer (clamped), and the emulator checks that it is one, so whether the
+/// hardware would fault on a wild address with src-size 0 never matters.
+///
+/// # Safety
+/// `src[i]` must lie in a buffer of the launch.
+#[inline(always)]
+pub unsafe fn cp_async_ca_4_zfill(offset: u32, src: *const f32, i: u32, src_bytes: u32) {
+    let a = src.wrapping_add(i as usize);
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        asm!("cp.async.ca.shared.global [{s}], [{g}], 4, {n};", s = in(reg32) smem_addr(offset), g = in(reg64) a, n = in(reg32) src_bytes, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(src_bytes == 0 || src_bytes == 4, "cp.async of 4 bytes with src-size {src_bytes}: Mage uses 0 or 4");
+        // SAFETY: the emulator checks the address against the launch's buffers.
+        let v: f32 = unsafe { emu::global_load(a) };
+        emu::shared_store::<f32>(offset, if src_bytes == 4 { v } else { 0.0 })
+    }
+}
+
+/// `cp.async.ca.shared.global` of 16 bytes with zero fill: copies the first
+/// `src_bytes` bytes (0, 4, 8, 12 or 16) of `src[i..i + 4]` to shared byte
+/// `offset` and zero-fills the rest; both addresses 16-byte aligned. As
+/// with [`cp_async_ca_4_zfill`], `src[i]` must be a valid address even when
+/// `src_bytes == 0` (the emulator checks it).
+///
+/// # Safety
+/// The first `src_bytes` bytes from `src[i]`, and `src[i]` itself, must lie
+/// in a buffer of the launch.
+#[inline(always)]
+pub unsafe fn cp_async_ca_16_zfill(offset: u32, src: *const f32, i: u32, src_bytes: u32) {
+    let a = src.wrapping_add(i as usize);
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        asm!("cp.async.ca.shared.global [{s}], [{g}], 16, {n};", s = in(reg32) smem_addr(offset), g = in(reg64) a, n = in(reg32) src_bytes, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        assert!(src_bytes <= 16 && src_bytes.is_multiple_of(4), "cp.async of 16 bytes with src-size {src_bytes}: Mage uses multiples of 4");
+        assert!((a as usize).is_multiple_of(16), "misaligned 16-byte cp.async source address {a:p}");
+        let v = if src_bytes == 16 {
+            // SAFETY: the emulator checks the address against the launch's buffers.
+            unsafe { emu::global_load(a as *const F32x4) }
+        } else {
+            let mut w = [0.0f32; 4];
+            // SAFETY: as above; only the words that are copied are read,
+            // and the first word always (to check the address).
+            let first: f32 = unsafe { emu::global_load(a) };
+            for (j, x) in w.iter_mut().enumerate().take(src_bytes as usize / 4) {
+                *x = if j == 0 { first } else { unsafe { emu::global_load(a.wrapping_add(j)) } };
+            }
+            F32x4::new(w[0], w[1], w[2], w[3])
+        };
+        emu::shared_store::<F32x4>(offset, v)
+    }
+}

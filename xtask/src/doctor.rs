@@ -66,8 +66,10 @@ pub fn run() -> Result<(), String> {
             line(Status::NotHere, name, "not needed here: this binary carries its PTX");
         }
     }
-    match crate::ops::ptx("mage-layernorm") {
-        Ok(p) => line(Status::Ok, "PTX", format!("built in ({} bytes for layernorm)", p.len())),
+    let sizes: Result<Vec<String>, String> =
+        crate::ops::all().iter().map(|op| crate::ops::ptx(op.package).map(|p| format!("{} {} KB", op.name, p.len() / 1024))).collect();
+    match sizes {
+        Ok(s) => line(Status::Ok, "PTX", format!("built in: {}", s.join(", "))),
         Err(e) => line(Status::Missing, "PTX", e),
     }
     match crate::gpu::Gpu::open() {

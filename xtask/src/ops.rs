@@ -10,7 +10,7 @@ mod embedded {
 
 /// Every op, in the order tables list them.
 pub fn all() -> Vec<&'static Op> {
-    vec![&mage_layernorm::OP]
+    vec![&mage_matmul::OP, &mage_layernorm::OP]
 }
 
 pub fn find(name: &str) -> Result<&'static Op, String> {

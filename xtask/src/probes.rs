@@ -126,6 +126,7 @@ impl Probe {
 pub fn differential_shapes(op: &Op) -> Vec<Vec<u32>> {
     match op.name {
         "layernorm" => vec![vec![33, 768], vec![7, 1000], vec![5, 4096], vec![3, 257], vec![9, 128]],
+        "matmul" => vec![vec![17, 19, 23], vec![1, 1, 1], vec![130, 70, 200], vec![256, 256, 256], vec![100, 64, 96]],
         _ => vec![op.default_dims.to_vec()],
     }
 }

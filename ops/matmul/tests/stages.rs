@@ -1,0 +1,179 @@
+//! Every matmul stage, and `current`, on the emulator against the f64
+//! reference under the op's tolerance (`|out - ref| <= 1e-6 + γ_(k+1) S(k)`,
+//! see `mage_matmul::tolerance`), on shapes with every kind of tile tail.
+
+use mage_common::numeric::compare;
+use mage_common::op::{HostBuf, Stage, check_stage, emulate, fit_last_dim};
+use mage_matmul::{OP, STAGES, current, mage_006};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError};
+
+fn inputs(d: &[u32], seed: u64) -> Vec<HostBuf> {
+    (OP.generate)(d, seed)
+}
+
+/// Checks `stage` at the nearest shape it supports (today every stage
+/// supports every shape; `fit_last_dim` keeps the test honest if one stops).
+fn check(stage: &Stage, d: [u32; 3], seed: u64) -> Result<(), String> {
+    let Some(dims) = fit_last_dim(stage, &d, 256) else { return Ok(()) };
+    check_stage(&OP, stage, &dims, &inputs(&dims, seed)).map(|_| ())
+}
+
+/// Sizes with and without tails of every tile (4, 16, 32, 64), and 1.
+fn dim() -> impl Strategy<Value = u32> {
+    prop_oneof![prop::sample::select(vec![1u32, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 97, 128, 130, 193]), 1u32..=200]
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 40, ..Config::default() })]
+
+    #[test]
+    fn every_stage_matches_the_reference(m in dim(), n in dim(), k in dim(), seed in any::<u64>()) {
+        for stage in STAGES {
+            check(stage, [m, n, k], seed).map_err(TestCaseError::fail)?;
+        }
+    }
+}
+
+#[test]
+fn named_shapes_on_every_stage() {
+    let shapes = [
+        [17, 19, 23],  // odd everywhere: scalar entries, tails in m, n and k
+        [1, 1, 1],     // one element
+        [70, 66, 5],   // K shorter than any tile
+        [65, 68, 100], // K not a multiple of 16, 32 or 64; m and n tails; v4 for mage-006 only (k % 4 != 0)
+        [129, 65, 64], // M and N tails with whole K tiles, n odd
+        [64, 64, 64],  // exact tiles, v4 entries
+        [96, 132, 36], // tails with rows a multiple of 4: v4 entries with partial tiles
+        [1, 200, 3],   // a row vector
+        [200, 1, 7],   // a column
+        [3, 2, 250],   // long K: several pipeline steps of mage-006
+    ];
+    for stage in STAGES {
+        for (i, d) in shapes.into_iter().enumerate() {
+            check(stage, d, 1000 + i as u64).unwrap();
+        }
+    }
+}
+
+/// Every stage sums each output in the same order with `fma`, and a
+/// zero-filled term adds nothing, so all stages give the same bits: a
+/// check with no tolerance at all.
+#[test]
+fn every_stage_gives_the_same_bits() {
+    for d in [[17, 19, 23], [33, 70, 65], [64, 128, 96], [5, 3, 129]] {
+        let inputs = inputs(&d, 7);
+        let first = emulate(&OP, STAGES[0], &d, &inputs).unwrap();
+        for stage in &STAGES[1..] {
+            let out = emulate(&OP, stage, &d, &inputs).unwrap();
+            let differ = first.iter().zip(&out).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+            assert_eq!(differ, 0, "{} differs from {} in {differ} elements at {d:?}", stage.name, STAGES[0].name);
+        }
+    }
+}
+
+/// The two defects of the seeds' first pipeline (see `mage_006`), and the
+/// shapes that catch them. mage-006 takes K in tiles of 32:
+/// * k = 32, 17: one tile (odd). Everything happens in the final step; the
+///   defect that read buffer `tiles % 2` = 1 there reads a buffer nothing
+///   wrote (NaN poison). The offset-units defect goes unseen: buffer 1 is
+///   never used.
+/// * k = 64, 50: two tiles (even). Tile 1 goes to buffer 1 while tile 0 is
+///   in buffer 0: a second buffer at the wrong offset overlaps the first
+///   (a shared race, or wrong sums) or overruns the allocation; and the
+///   final step reading `tiles % 2` = 0 multiplies tile 0 twice.
+/// * k = 96, 70: three tiles (odd), the final tile back in buffer 0 after a
+///   full round: `tiles % 2` = 1 multiplies tile 1 twice.
+/// * k = 128: four tiles (even), two full rounds.
+///
+/// Both entries run: `_v4` (n a multiple of 4) and `_scalar`.
+#[test]
+fn mage_006_pipeline_with_odd_and_even_tile_counts() {
+    for k in [17, 32, 50, 64, 70, 96, 128] {
+        for (m, n) in [(64, 64), (37, 29)] {
+            let d = [m, n, k];
+            assert_eq!(mage_006::vector_entry(&d), n % 4 == 0);
+            check_stage(&OP, &mage_006::STAGE, &d, &inputs(&d, k as u64)).unwrap();
+        }
+    }
+}
+
+/// The tolerance is sound for what the kernels do, and tight enough to
+/// catch an indexing bug: host models of an FP32 fma chain and of typical
+/// bugs, compared with the f64 reference.
+#[test]
+fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
+    let fma_chain = |d: [u32; 3], inputs: &[HostBuf], shift_tile: Option<(usize, usize)>| -> Vec<f32> {
+        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+        let mut out = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0f32;
+                for p in 0..k {
+                    // A bug model: the B tile of K tile `t` (of size `tile`) read one row late.
+                    let q = match shift_tile {
+                        Some((tile, t)) if p / tile == t => (p + 1).min(k - 1),
+                        _ => p,
+                    };
+                    acc = a[i * k + p].mul_add(b[q * n + j], acc);
+                }
+                out[i * n + j] = acc;
+            }
+        }
+        out
+    };
+    // Long contractions: the worst case bound holds with room to spare.
+    for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200]] {
+        let inputs = inputs(&d, 3);
+        let reference = (OP.reference)(&d, &inputs);
+        let cmp = compare(&fma_chain(d, &inputs, None), &reference, (OP.tolerance)(&d));
+        assert!(cmp.passed(), "{d:?}: {}", cmp.summary(&d));
+        assert!(
+            cmp.max_abs_err < 0.1 * (OP.tolerance)(&d).abs,
+            "{d:?}: the bound is {} but the error only {}",
+            (OP.tolerance)(&d).abs,
+            cmp.max_abs_err
+        );
+    }
+    // A wrong tile offset for one K tile, in the first and in the last tile.
+    for (d, tile, t) in [([64, 64, 200], 32, 0), ([64, 64, 200], 32, 6), ([17, 19, 23], 16, 1)] {
+        let inputs = inputs(&d, 4);
+        let reference = (OP.reference)(&d, &inputs);
+        let cmp = compare(&fma_chain(d, &inputs, Some((tile, t))), &reference, (OP.tolerance)(&d));
+        assert!(cmp.failures * 2 > cmp.elements, "{d:?} tile {t}: only {} of {} elements fail", cmp.failures, cmp.elements);
+    }
+    // One term dropped: the last element of K.
+    let d = [32, 32, 200];
+    let inputs = inputs(&d, 5);
+    let reference = (OP.reference)(&d, &inputs);
+    let mut dropped = inputs.clone();
+    if let HostBuf::F32(b) = &mut dropped[1] {
+        b[199 * 32..].fill(0.0);
+    }
+    let cmp = compare(&fma_chain(d, &dropped, None), &reference, (OP.tolerance)(&d));
+    assert!(cmp.failures * 2 > cmp.elements, "a dropped term fails only {} of {} elements", cmp.failures, cmp.elements);
+}
+
+#[test]
+fn current_dispatches_by_shape() {
+    for d in [[1024, 1024, 1024], [1, 1, 1], [1000, 1037, 999], [17, 19, 23]] {
+        assert_eq!(current::choose(&d).name, "mage-006");
+    }
+    let entry = |d: [u32; 3]| (current::STAGE.plan)(&d).launches[0].kernel.name;
+    assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
+    assert_eq!(entry([1000, 1036, 999]), "matmul_cp_async_v4");
+    assert_eq!(entry([1000, 1037, 999]), "matmul_cp_async_scalar");
+}
+
+#[test]
+fn every_block_fits_in_48_kib_of_shared_memory() {
+    for stage in STAGES {
+        for d in OP.sweep_dims.iter().copied().chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
+            for l in (stage.plan)(d).launches {
+                assert!(l.shared_bytes <= 48 * 1024, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
+                assert_eq!(l.grid.y * l.grid.z, 1);
+            }
+        }
+    }
+}
