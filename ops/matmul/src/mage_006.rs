@@ -46,7 +46,10 @@
 //! The tests run shapes with odd and even numbers of K tiles, each of which
 //! fails with either defect (see `tests/stages.rs`).
 //!
-//! Measured: not yet measured.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 84.39 µs at 1024³
+//! (mage-003 86.13: the overlap buys 2% here, 8% at 4096³: 4609.7 against
+//! 5030.3 µs; 12% at 1000x1037x999: 129.64 against 147.96). cuBLAS's FP32
+//! SGEMM took 55.3 µs at 1024³ on the same GPU in another session.
 
 use crate::{rank1_update, store_tile};
 use mage_common::device::*;

@@ -157,8 +157,11 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
 
 #[test]
 fn current_dispatches_by_shape() {
-    for d in [[1024, 1024, 1024], [1, 1, 1], [1000, 1037, 999], [17, 19, 23]] {
-        assert_eq!(current::choose(&d).name, "mage-006");
+    for d in [[1024, 1024, 1024], [512, 512, 512], [1000, 1037, 999], [384, 384, 7]] {
+        assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
+    }
+    for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
+        assert_eq!(current::choose(&d).name, "mage-001", "{d:?}");
     }
     let entry = |d: [u32; 3]| (current::STAGE.plan)(&d).launches[0].kernel.name;
     assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
