@@ -11,6 +11,13 @@ fn main() {
     for dir in ["common/src", "ops", "xtask/ptx-linker/src"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
+    let git = std::process::Command::new("git").current_dir(&root).args(["rev-parse", "--short", "HEAD"]).output();
+    let commit = git.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    println!("cargo:rustc-env=MAGE_GIT_COMMIT={}", commit.unwrap_or_else(|| "unknown".into()));
+    let rustc = std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())).arg("--version").output();
+    let version = rustc.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    println!("cargo:rustc-env=MAGE_RUSTC_VERSION={version}");
+    println!("cargo:rerun-if-changed={}", root.join(".git/logs/HEAD").display());
     let mut code = String::from(
         "/// (package, PTX) of every kernel crate, built with this binary.\npub static EMBEDDED: &[(&str, Result<&str, &str>)] = &[\n",
     );

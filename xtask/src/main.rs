@@ -4,10 +4,14 @@
 //! on a GPU machine: it carries the PTX of every op (see `build.rs`) and
 //! needs only the CUDA driver there.
 
+mod compare;
 mod doctor;
 mod gpu;
+mod lock;
 mod ops;
+mod plot;
 mod probes;
+mod profile;
 mod report;
 mod runner;
 
@@ -47,6 +51,10 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check on the GPU only: launch the plan once, no timing loops
+    /// (what nsight and sanitize run).
+    #[arg(long)]
+    pub no_timing: bool,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -67,6 +75,9 @@ pub struct SweepArgs {
     /// Where the JSON results go.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
+    /// Keep the sweep as evidence of a namespace: results/<NAME>/sweep-<op>.json.
+    #[arg(long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -104,6 +115,32 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// PyTorch, torch.compile, cuSPARSE and Triton beside every stage, one
+    /// session, same bytes; evidence under results/<namespace>/.
+    Compare(compare::CompareArgs),
+    /// SVG figures from a namespace's committed evidence.
+    Plot { namespace: String },
+    /// Nsight Compute (`ncu --clock-control none`) around one launch of a
+    /// stage: keeps the .ncu-rep, prints and stores a summary.
+    Nsight {
+        op: String,
+        #[arg(long, default_value = "current")]
+        stage: String,
+        #[arg(long)]
+        dims: Option<String>,
+        /// Take a Nsight Systems capture instead (where `nsys` exists).
+        #[arg(long)]
+        systems: bool,
+        #[arg(long, default_value = "results/nsight")]
+        out: PathBuf,
+    },
+    /// Every stage under compute-sanitizer (memcheck, racecheck, synccheck,
+    /// initcheck) on a small and the default shape; fails on any report.
+    Sanitize {
+        op: String,
+        #[arg(long)]
+        stage: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -116,6 +153,10 @@ fn main() -> ExitCode {
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => ops::bundle(&out),
         Cmd::GpuCheck { json } => runner::gpu_check(json),
+        Cmd::Compare(args) => compare::compare(&args),
+        Cmd::Plot { namespace } => plot::plot(&namespace),
+        Cmd::Nsight { op, stage, dims, systems, out } => profile::nsight(&op, &stage, dims.as_deref(), systems, &out),
+        Cmd::Sanitize { op, stage } => profile::sanitize(&op, stage.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

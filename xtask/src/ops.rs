@@ -63,9 +63,10 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     let bin = out.join("mage");
     std::fs::copy(root.join("target/release/xtask"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
+    copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
     std::fs::write(
         out.join("README.txt"),
-        "Mage bundle: needs only the CUDA driver.\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n",
+        "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
     )
     .map_err(|e| e.to_string())?;
     println!("{}", out.display());

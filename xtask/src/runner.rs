@@ -10,7 +10,7 @@ use mage_common::op::{self, HostBuf, Op, Stage};
 use std::path::PathBuf;
 
 /// The GPU with every op's PTX loaded.
-fn open_gpu() -> Result<Gpu, String> {
+pub fn open_gpu() -> Result<Gpu, String> {
     let mut gpu = Gpu::open()?;
     gpu.load_module("mage-common", ops::ptx("mage-common")?)?;
     for op in ops::all() {
@@ -34,6 +34,7 @@ fn dispatched_to(op: &Op, stage: &Stage, dims: &[u32]) -> Option<String> {
 }
 
 /// Checks, then (on a GPU) times, then checks again.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     gpu: Option<&Gpu>,
     op: &Op,
@@ -42,6 +43,7 @@ fn run_one(
     inputs: &[HostBuf],
     source: &str,
     reference: &[f64],
+    timing: bool,
 ) -> Result<(RunReport, Vec<f32>), String> {
     op.check_inputs(dims, inputs)?;
     if !(stage.supports)(dims) {
@@ -73,7 +75,7 @@ fn run_one(
             let device_inputs = gpu.upload(inputs)?;
             let out = gpu.run(op, &plan, dims, &device_inputs)?;
             report.check = compare(&out, reference, tol);
-            if report.check.passed() {
+            if report.check.passed() && timing {
                 let timing = gpu.time(op, &plan, dims, &device_inputs, &TimingConfig::default())?;
                 report.effective_gb_per_s = timing.kernel_us.map(|us| min_bytes as f64 / us / 1e3);
                 report.timing = Some(timing);
@@ -113,9 +115,10 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             (dims, inputs, format!("generated, seed {}", a.seed))
         }
     };
+    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("run")?) };
     let gpu = if a.emulate { None } else { Some(open_gpu()?) };
     let reference = (op.reference)(&dims, &inputs);
-    let (report, out) = run_one(gpu.as_ref(), op, stage, &dims, &inputs, &source, &reference)?;
+    let (report, out) = run_one(gpu.as_ref(), op, stage, &dims, &inputs, &source, &reference, !a.no_timing)?;
     if let Some(path) = &a.out {
         fixtures::write_f32(path, &out)?;
     }
@@ -144,6 +147,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     }
     let stages: Vec<&Stage> =
         if a.stage.is_empty() { op.stages.to_vec() } else { a.stage.iter().map(|s| op.stage(s)).collect::<Result<_, _>>()? };
+    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("sweep")?) };
     let gpu = if a.emulate { None } else { Some(open_gpu()?) };
     let clocks_start = gpu.as_ref().map(|g| g.clocks());
     let work: Vec<(&Vec<u32>, &Stage)> =
@@ -161,7 +165,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         }
         let (_, inputs, reference) = inputs_for.as_ref().unwrap();
         let source = format!("generated, seed {}", fixtures::DEFAULT_SEED);
-        let (report, _) = run_one(gpu.as_ref(), op, stage, dims, inputs, &source, reference)?;
+        let (report, _) = run_one(gpu.as_ref(), op, stage, dims, inputs, &source, reference, true)?;
         runs.push(report);
         bar.inc(1);
     }
@@ -181,6 +185,11 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let path = a.results.join(format!("sweep-{}-{}-{stamp}.json", op.name, report.machine));
     write_atomic(&path, json.as_bytes())?;
+    if let Some(ns) = &a.namespace {
+        let dir = a.results.join(ns);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_atomic(&dir.join(format!("sweep-{}.json", op.name)), json.as_bytes())?;
+    }
     if a.json {
         println!("{json}");
     } else {
@@ -225,6 +234,7 @@ pub fn fixtures(name: &str, dims: Option<&str>, seed: u64, constant: Option<f32>
 /// `cargo xtask gpu-check`: the numerical contract measured, then every
 /// stage on the GPU against the emulator on small shapes.
 pub fn gpu_check(json: bool) -> Result<(), String> {
+    let _lock = crate::lock::GpuLock::acquire("gpu-check")?;
     let gpu = open_gpu()?;
     let mut lines = vec![];
     let mut failures = vec![];
