@@ -10,7 +10,7 @@ mod embedded {
 
 /// Every op, in the order tables list them.
 pub fn all() -> Vec<&'static Op> {
-    vec![&mage_matmul::OP, &mage_layernorm::OP]
+    vec![&mage_matmul::OP, &mage_gelu::OP, &mage_layernorm::OP, &mage_triangle::OP, &mage_neighbor::OP]
 }
 
 pub fn find(name: &str) -> Result<&'static Op, String> {
@@ -63,7 +63,10 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     let bin = out.join("mage");
     std::fs::copy(root.join("target/release/xtask"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
-    copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
+    match root.join("python/mage_compare") {
+        p if p.is_dir() => copy_dir(&p, &out.join("python/mage_compare"))?,
+        p => eprintln!("warning: {} is missing: this bundle cannot run `compare`", p.display()),
+    }
     std::fs::write(
         out.join("README.txt"),
         "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",

@@ -127,6 +127,20 @@ pub fn differential_shapes(op: &Op) -> Vec<Vec<u32>> {
     match op.name {
         "layernorm" => vec![vec![33, 768], vec![7, 1000], vec![5, 4096], vec![3, 257], vec![9, 128]],
         "matmul" => vec![vec![17, 19, 23], vec![1, 1, 1], vec![130, 70, 200], vec![256, 256, 256], vec![100, 64, 96]],
+        "gelu" => vec![vec![3, 257], vec![64, 768], vec![7, 1001]],
+        "triangle" => vec![vec![7, 5], vec![33, 12], vec![64, 32]],
+        "neighbor" => vec![vec![7, 9, 23, 0], vec![7, 9, 0, 0], vec![1, 5, 9, 0], vec![512, 64, 8192, 1200], vec![1024, 33, 4096, 0]],
         _ => vec![op.default_dims.to_vec()],
+    }
+}
+
+/// How many multiply-adds feed one output element (for the differential bound).
+pub fn contraction_terms(op: &Op, dims: &[u32]) -> u64 {
+    match op.name {
+        "matmul" => dims[2] as u64,
+        "triangle" => dims[0] as u64,
+        "neighbor" => dims[2] as u64, // a row may hold every edge
+        "layernorm" => dims[1] as u64,
+        _ => 1,
     }
 }

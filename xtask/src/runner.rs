@@ -265,7 +265,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
                 let dev_in = gpu.upload(&inputs)?;
                 let dev = gpu.run(op, &(stage.plan)(&dims), &dims, &dev_in)?;
                 let magnitude = emu.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
-                let bound = mage_common::numeric::differential_bound(*dims.last().unwrap() as u64, magnitude);
+                let bound = mage_common::numeric::differential_bound(crate::probes::contraction_terms(op, &dims), magnitude);
                 let diff = emu
                     .iter()
                     .zip(&dev)

@@ -1,2 +1,97 @@
-//! Placeholder until this op's stages land.
-#![cfg_attr(target_arch = "nvptx64", no_std)]
+//! Bias + GELU (tanh form) over the rows of an FP32 matrix, with every
+//! stage of its history.
+//!
+//! `y[r, c] = gelu(z) = 0.5·z·(1 + tanh(√(2/π)·(z + 0.044715·z³)))` with
+//! `z = x[r, c] + bias[c]`. Inputs: `a` = x `[rows, width]`, `b` = bias
+//! `[width]`.
+//!
+//! | stage | what changed |
+//! |---|---|
+//! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
+//! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
+//! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
+//!
+//! # Why not `tanh.approx`
+//!
+//! `tanh.approx.f32` is allowed a relative error of 2^-10.987 ≈ 4.9e-4
+//! ([`TANH_APPROX_REL`](mage_common::numeric::TANH_APPROX_REL)); in
+//! `0.5·z·(1 + t)` that is an absolute error up to `0.5·|z|·4.9e-4`,
+//! 2.5e-4·|z|, against a tolerance of 1e-4 + 1e-4·|ref|: it breaks the
+//! contract already for |z| ≈ 1 on positive z (ref ≈ z) and for z ≈ −2 on
+//! negative z (ref ≈ 0). The emulator computes `tanh_approx` exactly, so
+//! no emulator test would see it. Every stage here builds the exponential
+//! from `ex2.approx.ftz.f32` (relative error 2^-22) instead; each stage's
+//! doc carries its error analysis, and `tests/stages.rs` replays the
+//! arithmetic with `ex2`/`rsqrt` pushed to the edges of their contract.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+
+pub mod mage_001;
+pub mod mage_002;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod current;
+
+/// `√(2/π)`.
+pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of the tanh form.
+pub const CUBIC: f64 = 0.044_715;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use super::*;
+    use mage_common::fixtures::normal_input;
+    use mage_common::numeric::Tolerance;
+    use mage_common::op::{Arg, Elem, HostBuf, Input, Op, Stage};
+
+    /// The kernel arguments every GELU kernel takes, in order.
+    pub fn args(rows: u32, width: u32) -> Vec<Arg> {
+        vec![Arg::Input(0), Arg::Input(1), Arg::Output, Arg::U32(rows), Arg::U32(width)]
+    }
+
+    /// `gelu_tanh(z)` in f64, the formula as written.
+    pub fn gelu_f64(z: f64) -> f64 {
+        0.5 * z * (1.0 + (SQRT_2_OVER_PI * (z + CUBIC * z * z * z)).tanh())
+    }
+
+    /// The f64 reference: `z = x + bias` exactly (in f64), then the tanh form.
+    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Vec<f64> {
+        let (rows, width) = (dims[0] as usize, dims[1] as usize);
+        let (x, bias) = (inputs[0].as_f32(), inputs[1].as_f32());
+        x[..rows * width].iter().enumerate().map(|(i, v)| gelu_f64(*v as f64 + bias[i % width] as f64)).collect()
+    }
+
+    fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
+        let (rows, width) = (dims[0] as usize, dims[1] as usize);
+        vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
+    }
+
+    /// The registry: every stage, oldest first, then the dispatcher.
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &current::STAGE];
+
+    pub static OP: Op = Op {
+        name: "gelu",
+        package: "mage-gelu",
+        dim_names: &["rows", "width"],
+        min_dims: &[1, 1],
+        default_dims: &[4096, 768],
+        sweep_dims: &[&[4096, 768], &[8192, 768], &[4096, 3072], &[16384, 4096], &[1000, 1001]],
+        inputs: &[Input { file: "a", role: "x", elem: Elem::F32 }, Input { file: "b", role: "bias", elem: Elem::F32 }],
+        input_lens: |d| vec![d[0] as usize * d[1] as usize, d[1] as usize],
+        output_len: |d| d[0] as usize * d[1] as usize,
+        check_inputs: |_, _| Ok(()),
+        generate,
+        reference,
+        // Both stages are within about 1e-6·max(1, |z|) of the exact value
+        // (see their docs); the allowance leaves room for nothing else.
+        tolerance: |_| Tolerance::new(1e-4, 1e-4),
+        cost: |d| {
+            let (r, w) = (d[0] as u64, d[1] as u64);
+            // x in, y out, bias once; about ten operations per element.
+            (4 * (2 * r * w + w), 10 * r * w)
+        },
+        stages: &STAGES,
+    };
+}

@@ -1,0 +1,276 @@
+//! mage-002: merge-path partition, one warp per equal share of rows + edges,
+//! split rows finished by a second kernel.
+//!
+//! What changed, and why it should help: mage-001 gives each row's threads
+//! the whole row, so on a power-law graph one row's 14,000 dependent steps
+//! set the time of the launch. Here the work is cut by amount, not by row
+//! (Merrill & Garland's merge-based CSR SpMV):
+//!
+//! * **Partition.** Walk the merge of the row ends (`rowptr[1..=n]`) with
+//!   the edge numbers `0..edges`: `n + edges` items, one per edge and one
+//!   per row end (so empty rows cost work too and a run of empty rows
+//!   cannot pile onto one worker). Warp `p` takes items
+//!   `p·items .. (p + 1)·items`; where its share starts and ends on the
+//!   merge path is found by a search over `rowptr` ([`merge_path`]: the
+//!   32 lanes test 16 pivots of each of the two searches at once, so both
+//!   ends cost ⌈log16 n⌉ steps of one load and one warp sum).
+//! * **Work.** The warp walks its share row by row; lane `l` accumulates
+//!   columns `l` and `l + 32` of a 64-column chunk (index and weight loads
+//!   are warp-wide broadcasts, the gathers of `x` are coalesced along the
+//!   source row). A row that ends inside the share is written to `out`; the
+//!   partial sum of the row the share ends in (its carry) goes to scratch,
+//!   with the row number. Every row end is in exactly one share, so every
+//!   output element is written exactly once.
+//! * **Fix-up.** A second kernel adds the carries: for each run of workers
+//!   that carried into the same row, the first of the run sums the run's
+//!   carries in worker order and adds them to `out`. The run's length
+//!   comes from `rowptr` (worker `q` carries into row `r` exactly when
+//!   `(q + 1)·items ≤ r + rowptr[r + 1]`), so the loop has no data-dependent
+//!   exit. No atomics: the result is deterministic, and the GPU and the
+//!   emulator agree bit for bit (every multiply-add is an explicit `fma`).
+//!
+//! Each warp does the same amount of work whatever the degree
+//! distribution, so the power-law graph should run about as fast as the
+//! uniform one. Shorter partial sums (at most `items` terms, then one term
+//! per worker in the fix-up) also make the result more accurate than
+//! mage-001's single long chain. The share size aims at about 32 warps per
+//! SM on the H200, between 32 and 1024 items; it is a first guess, to be
+//! tuned there.
+//!
+//! The row number of a carry is stored through the f32 scratch as the f32
+//! with the same bits (`common` has no u32 store; a store moves bits, and
+//! nothing computes with the value) and read back with `ld_nc_u32`.
+//!
+//! Measured time: to be measured on the H200.
+
+use mage_common::device::*;
+
+/// Warps per block of the main kernel.
+pub const WARPS: u32 = 8;
+/// Columns a warp covers per pass over its share: two per lane.
+pub const COLS: u32 = 64;
+/// Threads per block of the fix-up kernel.
+pub const FIX_THREADS: u32 = 256;
+/// The number of warps the share size aims at: 32 per SM of the H200.
+pub const TARGET_WARPS: u32 = 132 * 32;
+
+/// The rows consumed at diagonals `d0` and `d1` of the merge path of
+/// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
+/// `rowptr[i + 1] + i + 1 <= d` (a condition true for a prefix of rows,
+/// the tie going to the row end). Lanes 0–15 probe 16 pivots of the first
+/// search and lanes 16–31 of the second; one warp sum counts both (the
+/// second weighted by 32), so every lane holds both ranges and the loop is
+/// warp-uniform.
+///
+/// # Safety
+/// `rowptr` must hold `n + 1` entries; every lane of the warp must call this.
+#[inline(always)]
+pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u32) -> (u32, u32) {
+    let lane = lane_id();
+    let (mut lo0, mut hi0) = (d0.saturating_sub(edges), d0.min(n));
+    let (mut lo1, mut hi1) = (d1.saturating_sub(edges), d1.min(n));
+    // Each answer lies in [lo, hi]: rows below lo are consumed; row hi is
+    // not, or hi is the end of the range.
+    while lo0 < hi0 || lo1 < hi1 {
+        let (s0, s1) = ((hi0 - lo0).div_ceil(16), (hi1 - lo1).div_ceil(16));
+        let (lo, hi, s, d, weight) = if lane < 16 { (lo0, hi0, s0, d0, 1.0) } else { (lo1, hi1, s1, d1, 32.0) };
+        // Lane l of a half probes the last row of the l-th of 16 slices of `s` rows.
+        let probe = lo + (lane % 16 + 1) * s;
+        let below = s > 0 && probe <= hi && unsafe { ld_nc_u32(rowptr, probe) } + probe <= d;
+        let sum = warp_sum(if below { weight } else { 0.0 }) as u32;
+        let (c0, c1) = (sum % 32, sum / 32);
+        if s0 > 0 {
+            hi0 = hi0.min(lo0 + (c0 + 1) * s0 - 1);
+            lo0 += c0 * s0;
+        }
+        if s1 > 0 {
+            hi1 = hi1.min(lo1 + (c1 + 1) * s1 - 1);
+            lo1 += c1 * s1;
+        }
+    }
+    (lo0, lo1)
+}
+
+mage_common::kernel! {
+    /// Warp `p` = `block·WARPS + warp` walks items `p·items .. (p + 1)·items`
+    /// of the merge path; writes finished rows to `out`, its carry to
+    /// `carry[p, :]` and the carry's row to `carry_row[p]` (`n` for none).
+    /// `items` must be positive.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn neighbor_merge(
+        x: *const f32,
+        w: *const f32,
+        rowptr: *const u32,
+        indices: *const u32,
+        out: *mut f32,
+        carry: *mut f32,
+        carry_row: *mut f32,
+        n: u32,
+        width: u32,
+        edges: u32,
+        items: u32,
+    ) {
+        // SAFETY: the plan passes a positive share size.
+        unsafe { core::hint::assert_unchecked(items > 0) };
+        let total = n + edges;
+        let workers = total.div_ceil(items);
+        let p = block_idx_x() * WARPS + warp_id();
+        if p >= workers {
+            return;
+        }
+        let d0 = p * items;
+        let d1 = total.min(d0 + items);
+        let (r0, r1) = unsafe { merge_path(rowptr, d0, d1, n, edges) };
+        let (e0, e1) = (d0 - r0, d1 - r1);
+        let lane = lane_id();
+        let mut col = 0;
+        while col < width {
+            let (ca, cb) = (col + lane, col + 32 + lane);
+            // Columns past the width load the last column (no branch in the
+            // edge loop) and are not stored.
+            let (la, lb) = (ca.min(width - 1), cb.min(width - 1));
+            let mut e = e0;
+            let mut r = r0;
+            loop {
+                // Rows r0..r1 end inside this share; row r1 is the carry.
+                let end = if r < r1 { unsafe { ld_nc_u32(rowptr, r + 1) } } else { e1 };
+                let (mut sa, mut sb) = (0.0, 0.0);
+                while e < end {
+                    unsafe {
+                        let (wv, src) = (ld_nc(w, e), ld_nc_u32(indices, e) * width);
+                        sa = fma(wv, ld_nc(x, src + la), sa);
+                        sb = fma(wv, ld_nc(x, src + lb), sb);
+                    }
+                    e += 1;
+                }
+                let (dst, at) = if r < r1 { (out, r * width) } else { (carry, p * width) };
+                unsafe {
+                    if ca < width {
+                        st(dst, at + ca, sa);
+                    }
+                    if cb < width {
+                        st(dst, at + cb, sb);
+                    }
+                }
+                if r == r1 {
+                    break;
+                }
+                r += 1;
+            }
+            col += COLS;
+        }
+        if lane == 0 {
+            unsafe { st(carry_row, p, f32::from_bits(r1)) };
+        }
+    }
+}
+
+mage_common::kernel! {
+    /// Thread `t` = `p·width + col`: if worker `p` starts a run of carries
+    /// into row `r`, adds the run's carries (in worker order) to `out[r, col]`.
+    /// `items` must be positive.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn neighbor_fixup(
+        rowptr: *const u32,
+        carry: *const f32,
+        carry_row: *const u32,
+        out: *mut f32,
+        n: u32,
+        width: u32,
+        edges: u32,
+        items: u32,
+    ) {
+        // SAFETY: the plan passes a positive share size.
+        unsafe { core::hint::assert_unchecked(items > 0) };
+        let workers = (n + edges).div_ceil(items);
+        let t = block_idx_x() * FIX_THREADS + thread_idx_x();
+        if t >= workers * width {
+            return;
+        }
+        unsafe {
+            // SAFETY: t < workers·width, so width > 0.
+            core::hint::assert_unchecked(width > 0);
+            let (p, col) = (t / width, t % width);
+            let r = ld_nc_u32(carry_row, p);
+            if r >= n || (p > 0 && ld_nc_u32(carry_row, p - 1) == r) {
+                return;
+            }
+            // Worker q carries into row r while (q + 1)·items <= r + rowptr[r + 1].
+            let last = ((r + ld_nc_u32(rowptr, r + 1)) / items).min(workers);
+            let mut s = 0.0;
+            let mut q = p;
+            while q < last {
+                s += ld_nc(carry, q * width + col);
+                q += 1;
+            }
+            let i = r * width + col;
+            st(out, i, ld(out, i) + s);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use super::*;
+    use mage_common::emu::Dim3;
+    use mage_common::op::{Arg, Launch, Plan, Stage};
+
+    /// Items (rows + edges) per warp for these dims.
+    pub fn items(d: &[u32]) -> u32 {
+        (d[0] + d[2]).div_ceil(TARGET_WARPS).clamp(32, 1024)
+    }
+
+    /// The scratch the plan needs fits (at most 2^30 floats) and the item
+    /// count fits a u32 with room.
+    pub fn supports(d: &[u32]) -> bool {
+        let (n, width, edges) = (d[0] as u64, d[1] as u64, d[2] as u64);
+        let workers = (n + edges).div_ceil(items(d) as u64);
+        n + edges < 1 << 31 && workers * width <= 1 << 30
+    }
+
+    /// The two launches with `items` per warp (tests vary it to split rows
+    /// across many warps).
+    pub fn plan_with(d: &[u32], items: u32) -> Plan {
+        let (n, width, edges) = (d[0], d[1], d[2]);
+        let workers = (n + edges).div_ceil(items);
+        let sizes = vec![Arg::U32(n), Arg::U32(width), Arg::U32(edges), Arg::U32(items)];
+        let mut main = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::Scratch(0), Arg::Scratch(1)];
+        main.extend(&sizes);
+        let mut fix = vec![Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::Output];
+        fix.extend(&sizes);
+        Plan {
+            launches: vec![
+                Launch {
+                    kernel: &neighbor_merge::KERNEL,
+                    grid: Dim3::x(workers.div_ceil(WARPS)),
+                    block: Dim3::x(WARPS * 32),
+                    shared_bytes: 0,
+                    args: main,
+                },
+                Launch {
+                    kernel: &neighbor_fixup::KERNEL,
+                    grid: Dim3::x((workers * width).div_ceil(FIX_THREADS)),
+                    block: Dim3::x(FIX_THREADS),
+                    shared_bytes: 0,
+                    args: fix,
+                },
+            ],
+            scratch: vec![workers as usize * width as usize, workers as usize],
+        }
+    }
+
+    pub fn plan(d: &[u32]) -> Plan {
+        plan_with(d, items(d))
+    }
+
+    pub static STAGE: Stage = Stage {
+        name: "mage-002",
+        summary: "merge-path shares of rows + edges, one warp each, carries summed by a fix-up kernel",
+        kernels: &[&neighbor_merge::KERNEL, &neighbor_fixup::KERNEL],
+        supports,
+        plan,
+    };
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;

@@ -1,0 +1,246 @@
+//! Every neighbour-sum stage, and `current`, on the emulator against the f64
+//! reference, on graphs built to break them: empty rows, one heavy row,
+//! repeated indices, no edges at all; mage-002 and mage-003 also with tiny
+//! shares so that rows split across many warps. And the CSR checks, each malformed
+//! graph rejected with its message before any launch.
+
+use mage_common::fixtures::Rng;
+use mage_common::op::{HostBuf, Op, check_plan, check_stage, emulate};
+use mage_neighbor::{OP, STAGES, current, degrees, mage_002, mage_003, reference, rowptr_of};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError};
+
+/// How the edges' destinations are spread over the rows.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    Uniform,
+    /// The generator's power law with this skew.
+    PowerLaw(u32),
+    /// One row (number `seed % n`) takes this share (per mille) of the edges.
+    Heavy(u32),
+    /// Only every k-th row has edges.
+    Sparse(u32),
+}
+
+/// A graph and values for `[n, width, edges]`; sources drawn from `sources`
+/// distinct rows (1 makes every edge repeat the same index).
+fn graph(n: u32, width: u32, edges: u32, shape: Shape, sources: u32, seed: u64) -> (Vec<u32>, Vec<HostBuf>) {
+    let mut r = Rng::new(seed);
+    let mut deg = vec![0u32; n as usize];
+    match shape {
+        Shape::Uniform => deg = degrees(n, edges, 0, seed),
+        Shape::PowerLaw(s) => deg = degrees(n, edges, s, seed),
+        Shape::Heavy(share) => {
+            let heavy = (seed % n as u64) as usize;
+            let k = (edges as u64 * share as u64 / 1000) as u32;
+            deg[heavy] = k;
+            for _ in 0..edges - k {
+                deg[r.below(n as u64) as usize] += 1;
+            }
+        }
+        Shape::Sparse(k) => {
+            let rows: Vec<usize> = (0..n as usize).step_by(k as usize).collect();
+            for _ in 0..edges {
+                deg[rows[r.below(rows.len() as u64) as usize]] += 1;
+            }
+        }
+    }
+    let sources = sources.min(n);
+    let indices: Vec<u32> = (0..edges).map(|_| r.below(sources as u64) as u32).collect();
+    let inputs = vec![
+        HostBuf::F32(r.normal_vec((n * width) as usize, 0.0, 0.25)),
+        HostBuf::F32(r.normal_vec(edges as usize, 0.0, 0.25)),
+        HostBuf::U32(rowptr_of(&deg)),
+        HostBuf::U32(indices),
+    ];
+    (vec![n, width, edges, if let Shape::PowerLaw(s) = shape { s } else { 0 }], inputs)
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        Just(Shape::Uniform),
+        (500u32..=2000).prop_map(Shape::PowerLaw),
+        (300u32..=1000).prop_map(Shape::Heavy),
+        (2u32..=9).prop_map(Shape::Sparse),
+    ]
+}
+
+/// Every stage on these inputs, and the merge-path stages with small shares.
+fn check_all(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+    for stage in STAGES {
+        if (stage.supports)(dims) {
+            check_stage(&OP, stage, dims, inputs)?;
+        }
+    }
+    for items in [1, 2, 3, 7, 32] {
+        check_plan(&OP, &mage_002::plan_with(dims, items), dims, inputs)
+            .map_err(|e| format!("mage-002 with {items} items per warp at {}: {e}", Op::dims_label(dims)))?;
+        if mage_003::supports(dims) {
+            check_plan(&OP, &mage_003::plan_with(dims, items), dims, inputs)
+                .map_err(|e| format!("mage-003 with {items} items per warp at {}: {e}", Op::dims_label(dims)))?;
+        }
+    }
+    Ok(())
+}
+
+/// A width mage-003 supports near `width` (the next multiple of 4).
+fn quad_width(width: u32) -> u32 {
+    width.div_ceil(4) * 4
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 40, ..Config::default() })]
+
+    #[test]
+    fn every_stage_matches_the_reference(
+        n in prop_oneof![Just(1u32), 1u32..=40],
+        width in prop_oneof![Just(1u32), 1u32..=70],
+        edges in prop_oneof![Just(0u32), 0u32..=300],
+        shape in shape(),
+        sources in prop_oneof![Just(1u32), 1u32..=40],
+        seed in any::<u64>(),
+    ) {
+        let (dims, inputs) = graph(n, width, edges, shape, sources, seed);
+        check_all(&dims, &inputs).map_err(TestCaseError::fail)?;
+        if width % 4 != 0 {
+            let (dims, inputs) = graph(n, quad_width(width), edges, shape, sources, seed);
+            check_all(&dims, &inputs).map_err(TestCaseError::fail)?;
+        }
+    }
+}
+
+#[test]
+fn generated_small_cases_on_every_stage() {
+    for dims in [
+        [7, 9, 23, 0],
+        [7, 9, 0, 0],
+        [1, 5, 9, 0],
+        [1, 1, 0, 0],
+        [7, 12, 23, 0],
+        [7, 4, 0, 0],
+        [1, 4, 9, 0],
+        [33, 64, 500, 1200],
+        [40, 65, 700, 0],
+        [5, 129, 40, 800],
+        [5, 132, 40, 800],
+        [9, 260, 100, 1500],
+        [11, 20, 90, 0],
+    ] {
+        check_all(&dims, &(OP.generate)(&dims, 20260910)).unwrap();
+    }
+}
+
+#[test]
+fn no_edges_give_zeros() {
+    for dims in [[7, 9, 0, 0], [7, 8, 0, 0]] {
+        let inputs = (OP.generate)(&dims, 1);
+        for stage in STAGES.iter().filter(|s| (s.supports)(&dims)) {
+            let out = emulate(&OP, stage, &dims, &inputs).unwrap();
+            assert!(out.iter().all(|v| v.to_bits() == 0), "{}: {out:?}", stage.name);
+        }
+    }
+}
+
+/// n = 1, nine edges all from node 0 into row 0: out = (Σ w)·x[0, :]
+/// (width 5, and width 8 for mage-003).
+#[test]
+fn duplicate_edges_are_summed() {
+    duplicates(vec![1.0, -2.0, 0.5, 4.0, 0.25]);
+    duplicates(vec![1.0, -2.0, 0.5, 4.0, 0.25, 8.0, -0.5, 3.0]);
+}
+
+fn duplicates(x: Vec<f32>) {
+    let dims = [1, x.len() as u32, 9, 0];
+    let w: Vec<f32> = (1..=9).map(|k| k as f32 * 0.125).collect();
+    let inputs = vec![HostBuf::F32(x.clone()), HostBuf::F32(w), HostBuf::U32(vec![0, 9]), HostBuf::U32(vec![0; 9])];
+    for stage in STAGES.iter().filter(|s| (s.supports)(&dims)) {
+        let out = emulate(&OP, stage, &dims, &inputs).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v * 5.625).collect();
+        assert_eq!(out, want, "{}", stage.name);
+    }
+    check_all(&dims, &inputs).unwrap();
+}
+
+/// One row with 1,900 of 2,000 edges, the rest spread, many rows empty:
+/// mage-002 splits the heavy row over dozens of warps.
+#[test]
+fn one_heavy_row_with_empty_rows_around_it() {
+    for (n, width, seed) in [(16, 33, 5), (16, 36, 5), (64, 64, 9), (300, 8, 2), (20, 136, 3)] {
+        let (dims, inputs) = graph(n, width, 2000, Shape::Heavy(950), 7, seed);
+        check_all(&dims, &inputs).unwrap();
+    }
+}
+
+/// The generator's power law at the default size: the heaviest row holds
+/// about 14,000 of the 65,536 edges (1/H(4096, 1.2) of them); uniform
+/// destinations stay near the mean of 16.
+#[test]
+fn the_generator_makes_the_degree_distributions_it_promises() {
+    let heavy = degrees(4096, 65536, 1200, 20260910);
+    let max = *heavy.iter().max().unwrap();
+    assert!((13_000..=15_300).contains(&max), "heaviest row {max}");
+    assert_eq!(heavy.iter().sum::<u32>(), 65536);
+    let expected = mage_neighbor::expected_max_degree(&[4096, 64, 65536, 1200]);
+    assert!((max as f64) < expected && expected < 15_500.0, "expected max degree {expected}, got {max}");
+    let uniform = degrees(4096, 65536, 0, 20260910);
+    let max = *uniform.iter().max().unwrap();
+    assert!((20..=45).contains(&max), "uniform heaviest row {max}");
+    // Deterministic from the seed, and valid CSR.
+    let dims = [64, 3, 1000, 1200];
+    let (a, b) = ((OP.generate)(&dims, 4), (OP.generate)(&dims, 4));
+    assert_eq!(a, b);
+    OP.check_inputs(&dims, &a).unwrap();
+}
+
+/// The default power-law shape, end to end on the emulator.
+#[test]
+fn the_default_power_law_shape_on_every_stage() {
+    let dims = [4096, 64, 65536, 1200];
+    let inputs = (OP.generate)(&dims, 20260910);
+    for stage in STAGES {
+        check_stage(&OP, stage, &dims, &inputs).unwrap();
+    }
+}
+
+#[test]
+fn malformed_graphs_are_rejected_before_any_launch() {
+    let dims = [4, 4, 5, 0];
+    let ok = || {
+        vec![HostBuf::F32(vec![0.5; 16]), HostBuf::F32(vec![1.0; 5]), HostBuf::U32(vec![0, 2, 2, 4, 5]), HostBuf::U32(vec![0, 3, 1, 1, 2])]
+    };
+    OP.check_inputs(&dims, &ok()).unwrap();
+    let cases: [(usize, Vec<u32>, &str); 5] = [
+        (2, vec![1, 2, 2, 4, 5], "rowptr[0] is 1; a CSR row pointer must start at 0"),
+        (2, vec![0, 3, 2, 4, 5], "rowptr decreases at row 1: rowptr[1] = 3 > rowptr[2] = 2"),
+        (2, vec![0, 2, 2, 4, 4], "rowptr[4] is 4; it must equal the edge count 5"),
+        (2, vec![0, 2, 2, 4, 6], "rowptr[4] is 6; it must equal the edge count 5"),
+        (3, vec![0, 3, 4, 1, 2], "indices[2] is 4; every index must be below n = 4"),
+    ];
+    for (which, bad, message) in cases {
+        let mut inputs = ok();
+        inputs[which] = HostBuf::U32(bad);
+        let err = OP.check_inputs(&dims, &inputs).unwrap_err();
+        assert!(err.contains(message), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        for stage in STAGES {
+            let err = emulate(&OP, stage, &dims, &inputs).unwrap_err();
+            assert!(err.contains(message), "{}: {err}", stage.name);
+        }
+    }
+    // A wrong length is caught before the CSR checks.
+    let mut inputs = ok();
+    inputs[3] = HostBuf::U32(vec![0; 4]);
+    let err = OP.check_inputs(&dims, &inputs).unwrap_err();
+    assert!(err.contains("indices.bin"), "{err}");
+}
+
+#[test]
+fn current_dispatches_by_shape() {
+    let pick = |d: [u32; 4]| current::choose(&d).name;
+    assert_eq!(pick([4096, 64, 65536, 0]), "mage-003");
+    assert_eq!(pick([65536, 64, 1048576, 1200]), "mage-003");
+    assert_eq!(pick([7, 9, 23, 0]), "mage-002");
+    // Scratch of (n + edges)/32 workers × width floats past 2^30.
+    assert_eq!(pick([1 << 20, 1 << 10, 1 << 30, 0]), "mage-001");
+    assert!(reference(&[1, 1, 0, 0], &(OP.generate)(&[1, 1, 0, 0], 1)) == vec![0.0]);
+}
