@@ -99,9 +99,21 @@ pub struct Clocks {
 }
 
 /// A loaded PTX module, unloaded on drop.
+/// The kernel entry names a PTX module declares (`.entry NAME(`).
+fn ptx_entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.split(".entry ").nth(1))
+        .filter_map(|rest| rest.split(['(', ' ']).next())
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
 struct Module {
     package: String,
     handle: sys::CUmodule,
+    /// The `.entry` names its PTX declares.
+    entries: Vec<String>,
 }
 
 impl Drop for Module {
@@ -322,14 +334,17 @@ impl Gpu {
         self.bind()?;
         let handle = jit_load(&image).map_err(|e| format!("loading the PTX of {package}: {e}"))?;
         self.modules.retain(|m| m.package != package);
-        self.modules.push(Module { package: package.to_string(), handle });
+        let entries = ptx_entries(ptx);
+        self.modules.push(Module { package: package.to_string(), handle, entries });
         Ok(())
     }
 
-    /// The kernel entry `name` from the first loaded module that has it.
+    /// The kernel entry `name` from the loaded module whose PTX declares it
+    /// (asking only that module, so no failed driver call is ever made:
+    /// compute-sanitizer counts those as errors).
     fn function(&self, name: &str) -> Result<sys::CUfunction, String> {
         let c_name = CString::new(name).map_err(|_| format!("kernel name `{name}` contains a NUL byte"))?;
-        for module in &self.modules {
+        for module in self.modules.iter().filter(|m| m.entries.iter().any(|e| e == name)) {
             let mut f = std::ptr::null_mut();
             // SAFETY: the module is loaded; `f` is written on success.
             match unsafe { sys::cuModuleGetFunction(&mut f, module.handle, c_name.as_ptr()) } {
@@ -847,6 +862,12 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_entry_names_from_ptx() {
+        let ptx = ".visible .entry layernorm_row(\n\t.param .u64 a\n)\n{\n}\n.visible .entry probe_mul_add(\n";
+        assert_eq!(ptx_entries(ptx), vec!["layernorm_row", "probe_mul_add"]);
+    }
     use mage_common::Kernel;
     use mage_common::emu::Dim3;
     use mage_common::kernel::Param;

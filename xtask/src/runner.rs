@@ -19,18 +19,15 @@ pub fn open_gpu() -> Result<Gpu, String> {
     Ok(gpu)
 }
 
-/// For `current`, the stage its plan dispatches to (by the kernels it launches).
+/// For `current`, the stage its plan dispatches to: the one whose plan
+/// launches the same kernels in the same order.
 fn dispatched_to(op: &Op, stage: &Stage, dims: &[u32]) -> Option<String> {
     if stage.name != "current" {
         return None;
     }
-    let plan = (stage.plan)(dims);
-    op.stages
-        .iter()
-        .find(|s| {
-            s.name != "current" && (s.supports)(dims) && s.kernels.iter().any(|k| plan.launches.iter().any(|l| l.kernel.name == k.name))
-        })
-        .map(|s| s.name.to_string())
+    let kernels = |s: &Stage| (s.plan)(dims).launches.iter().map(|l| l.kernel.name).collect::<Vec<_>>();
+    let target = kernels(stage);
+    op.stages.iter().find(|s| s.name != "current" && (s.supports)(dims) && kernels(s) == target).map(|s| s.name.to_string())
 }
 
 /// Checks, then (on a GPU) times, then checks again.

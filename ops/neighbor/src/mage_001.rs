@@ -10,7 +10,9 @@
 //! so on a power-law graph the whole launch waits for the heaviest row
 //! (14,000 edges at 4096 rows and 65,536 edges) while the other SMs idle.
 //!
-//! Measured time: to be measured on the H200.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 4.94 µs on the default
+//! uniform graph (4096x64, 65,536 edges), but 925 µs on the power-law graph
+//! of the same size, where one row's 14,000 edges run in sequence.
 
 use mage_common::device::*;
 

@@ -28,7 +28,9 @@
 //! emulator agree bit for bit. Needs `width % 4 == 0` (16-byte aligned
 //! quads); [`current`](crate::current) uses mage-002 otherwise.
 //!
-//! Measured time: to be measured on the H200.
+//! Measured on the H200 (CUPTI kernel time, hot L2, both kernels): 9.04 µs
+//! uniform and 19.15 µs power-law at 65,536 edges; 42.62 µs on 1M uniform
+//! edges (mage-002 55.86, mage-001 50.94), 77.4 µs on 1M power-law edges.
 
 use crate::mage_002::{WARPS, merge_path};
 use mage_common::device::*;

@@ -237,9 +237,12 @@ fn malformed_graphs_are_rejected_before_any_launch() {
 #[test]
 fn current_dispatches_by_shape() {
     let pick = |d: [u32; 4]| current::choose(&d).name;
-    assert_eq!(pick([4096, 64, 65536, 0]), "mage-003");
-    assert_eq!(pick([65536, 64, 1048576, 1200]), "mage-003");
-    assert_eq!(pick([7, 9, 23, 0]), "mage-002");
+    assert_eq!(pick([4096, 64, 65536, 0]), "mage-001");
+    assert_eq!(pick([4096, 64, 65536, 1200]), "mage-002");
+    assert_eq!(pick([65536, 64, 1048576, 0]), "mage-003");
+    assert_eq!(pick([65536, 64, 1048576, 1200]), "mage-002");
+    assert_eq!(pick([65536, 63, 1048576, 0]), "mage-002");
+    assert_eq!(pick([7, 9, 23, 0]), "mage-001");
     // Scratch of (n + edges)/32 workers × width floats past 2^30.
     assert_eq!(pick([1 << 20, 1 << 10, 1 << 30, 0]), "mage-001");
     assert!(reference(&[1, 1, 0, 0], &(OP.generate)(&[1, 1, 0, 0], 1)) == vec![0.0]);

@@ -17,7 +17,9 @@
 //! [`current`](crate::current) only picks this stage where the shape has
 //! enough tiles to fill the GPU.
 //!
-//! Measured time: to be measured on the H200.
+//! Measured on the H200 (CUPTI kernel time, hot L2): 35.80 µs at 128x32,
+//! 36.46 µs at 128x64 (mage-001 65.35), 86.3 µs at 256x32, 148.5 µs at
+//! 256x64 (mage-001 541.7).
 
 use mage_common::device::*;
 
