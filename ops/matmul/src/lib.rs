@@ -110,14 +110,29 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
+    use mage_common::Kernel;
+    use mage_common::emu::Dim3;
     use mage_common::fixtures::{DEFAULT_STD, normal_input};
     use mage_common::numeric::Tolerance;
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Op, Stage};
+    use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Plan, Stage};
 
     /// The kernel arguments every matmul kernel takes, in order:
     /// `a, b, c, m, n, k`.
     pub fn args(d: &[u32]) -> Vec<Arg> {
         vec![Arg::Input(0), Arg::Input(1), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1]), Arg::U32(d[2])]
+    }
+
+    /// One launch of `kernel` over the output in `tile_m` x `tile_n` block
+    /// tiles (a 1-D grid), `threads` per block: every stage's plan.
+    pub fn tiled_launch(d: &[u32], kernel: &'static Kernel, tile_m: u32, tile_n: u32, threads: u32, shared_bytes: u32) -> Plan {
+        Launch {
+            kernel,
+            grid: Dim3::x(d[0].div_ceil(tile_m) * d[1].div_ceil(tile_n)),
+            block: Dim3::x(threads),
+            shared_bytes,
+            args: args(d),
+        }
+        .into()
     }
 
     /// Whether 128-bit accesses to the rows of A (`k` floats), B and C (`n`

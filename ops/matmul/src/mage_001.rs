@@ -53,15 +53,7 @@ mage_common::kernel! {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
-    mage_common::op::Launch {
-        kernel: &matmul_tile16::KERNEL,
-        grid: Dim3::x(d[0].div_ceil(TILE) * d[1].div_ceil(TILE)),
-        block: Dim3::x(THREADS),
-        shared_bytes: SHARED_BYTES,
-        args: crate::args(d),
-    }
-    .into()
+    crate::tiled_launch(d, &matmul_tile16::KERNEL, TILE, TILE, THREADS, SHARED_BYTES)
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

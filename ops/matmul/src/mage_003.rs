@@ -97,16 +97,8 @@ mage_common::kernel! {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
     let kernel = if crate::vector_rows(d) { &matmul_smem128_v4::KERNEL } else { &matmul_smem128_scalar::KERNEL };
-    mage_common::op::Launch {
-        kernel,
-        grid: Dim3::x(d[0].div_ceil(BM) * d[1].div_ceil(BN)),
-        block: Dim3::x(THREADS),
-        shared_bytes: SHARED_BYTES,
-        args: crate::args(d),
-    }
-    .into()
+    crate::tiled_launch(d, kernel, BM, BN, THREADS, SHARED_BYTES)
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

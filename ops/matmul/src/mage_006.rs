@@ -175,16 +175,8 @@ pub fn vector_entry(d: &[u32]) -> bool {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
     let kernel = if vector_entry(d) { &matmul_cp_async_v4::KERNEL } else { &matmul_cp_async_scalar::KERNEL };
-    mage_common::op::Launch {
-        kernel,
-        grid: Dim3::x(d[0].div_ceil(BM) * d[1].div_ceil(BN)),
-        block: Dim3::x(THREADS),
-        shared_bytes: SHARED_BYTES,
-        args: crate::args(d),
-    }
-    .into()
+    crate::tiled_launch(d, kernel, BM, BN, THREADS, SHARED_BYTES)
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
