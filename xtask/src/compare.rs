@@ -32,6 +32,9 @@ pub struct CompareArgs {
     /// The Python with torch and triton.
     #[arg(long, default_value = "python3")]
     pub python: String,
+    /// A smoke run of every phase with few samples: not evidence (plot refuses it).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 /// Where results go: the workspace's `results/` in a checkout, else `./results`.
@@ -164,15 +167,21 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         .arg(&work)
         .arg("--out")
         .arg(&out_json)
+        .args(a.quick.then_some("--quick"))
         .env("PYTHONPATH", &python)
         .env("PYTHONUNBUFFERED", "1")
         .status()
         .map_err(|e| format!("{}: {e} (see `cargo xtask doctor`, line `python3`)", a.python))?;
-    if !status.success() {
-        return Err(format!("the Python harness failed ({status}); work directory kept at {}", work.display()));
-    }
-    let text = std::fs::read_to_string(&out_json).map_err(|e| format!("{}: {e}", out_json.display()))?;
+    let text =
+        std::fs::read_to_string(&out_json).map_err(|e| format!("{}: {e} (the Python harness exited {status})", out_json.display()))?;
     let evidence: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out_json.display()))?;
+    if !status.success() || evidence["complete"].as_bool() != Some(true) {
+        return Err(format!(
+            "the Python harness stopped ({status}): {}; its partial evidence is in {}",
+            evidence["error"].as_str().unwrap_or("no error recorded"),
+            work.display()
+        ));
+    }
     let table = markdown(&evidence);
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     write_atomic(&out_dir.join("manifest.json"), manifest_text.as_bytes())?;
@@ -193,14 +202,24 @@ fn num(v: &Value, digits: usize) -> String {
 pub fn markdown(e: &Value) -> String {
     let mut s = format!("# Comparison `{}`\n\n", e["namespace"].as_str().unwrap_or("?"));
     let env = &e["environment"];
+    let smi = |at: &str, key: &str| env["nvidia_smi"][at]["gpu"][key].to_string().trim_matches('"').to_string();
     s += &format!(
-        "GPU {} (driver {}), torch {}, triton {}; started {}, finished {}.\n",
-        env["gpu"].as_str().unwrap_or("?"),
-        env["driver"].as_str().unwrap_or("?"),
+        "GPU {} (driver {}), torch {}, triton {}, toolchain {}, commit {}; started {}, finished {}.\n\
+         Clocks at start: SM {} MHz, memory {} MHz, {}; at the end: SM {} MHz, memory {} MHz, {}.\n",
+        env["gpu"]["name"].as_str().unwrap_or("?"),
+        smi("start", "driver_version"),
         env["torch"].as_str().unwrap_or("?"),
         env["triton"].as_str().unwrap_or("?"),
-        e["started"].as_str().unwrap_or("?"),
-        e["finished"].as_str().unwrap_or("?"),
+        env["manifest"]["toolchain"].as_str().unwrap_or("?"),
+        env["manifest"]["mage_commit"].as_str().unwrap_or("?"),
+        e["started_utc"].as_str().unwrap_or("?"),
+        e["finished_utc"].as_str().unwrap_or("?"),
+        smi("start", "sm_mhz"),
+        smi("start", "mem_mhz"),
+        smi("start", "pstate"),
+        smi("end", "sm_mhz"),
+        smi("end", "mem_mhz"),
+        smi("end", "pstate"),
     );
     let c = &e["control"];
     s += &format!(
@@ -237,16 +256,20 @@ pub fn markdown(e: &Value) -> String {
             num(&r["cold"]["span"]["median_us"], 2),
         );
     }
-    s += "\n## Verdicts (A-B-B-A rounds, paired ratios of A over B)\n\n| op | A | B | median ratio | spread | verdict |\n|---|---|---|---|---|---|\n";
+    s += "\n## Verdicts (A-B-B-A rounds of event spans, per-round ratios of A over B)\n\n\
+          | op | mode | A | B | median ratio | spread | verdict |\n|---|---|---|---|---|---|---|\n";
     for v in e["verdicts"].as_array().into_iter().flatten() {
-        let spread: Vec<String> = v["spread"].as_array().into_iter().flatten().map(|x| num(x, 3)).collect();
+        let b = v["b_implementation"].as_str().map(|i| format!("{} ({i})", v["b"].as_str().unwrap_or("?")));
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {}–{} ({}) | {} |\n",
             v["op"].as_str().unwrap_or("?"),
+            v["mode"].as_str().unwrap_or("?"),
             v["a"].as_str().unwrap_or("?"),
-            v["b"].as_str().unwrap_or("?"),
+            b.unwrap_or_else(|| v["b"].as_str().unwrap_or("?").to_string()),
             num(&v["median_ratio"], 3),
-            if spread.is_empty() { num(&v["spread"], 3) } else { spread.join("–") },
+            num(&v["spread"]["low"], 3),
+            num(&v["spread"]["high"], 3),
+            v["spread"]["kind"].as_str().unwrap_or("?"),
             v["verdict"].as_str().unwrap_or("?"),
         );
     }
@@ -275,12 +298,13 @@ mod tests {
                  "correct_after": {"passed": true}, "hot": {"kernel_us": 5.0, "kernels_per_call": 2.0, "span": {"median_us": 20.0, "range_us": 1.0}, "b2b_us": {"median": 15.0}}, "cold": null},
                 {"op": "gelu", "dims": [2, 3], "implementation": "rust current", "correct_before": {"passed": false}, "correct_after": {"passed": false}, "hot": null}
             ],
-            "verdicts": [{"op": "gelu", "a": "rust current", "b": "torch", "median_ratio": 0.5, "spread": [0.4, 0.6], "verdict": "FASTER"}]
+            "verdicts": [{"op": "gelu", "mode": "hot", "a": "rust current", "b": "best alternative", "b_implementation": "torch", "median_ratio": 0.5,
+                          "spread": {"kind": "min-max", "low": 0.4, "high": 0.6}, "verdict": "FASTER"}]
         });
         let t = markdown(&e);
         assert!(t.contains("FLAGGED"), "{t}");
         assert!(t.contains("| gelu | 2x3 | torch | ok (1.0e-7) | 5.00 | 2 | 20.00 [1.00] | 15.00 | – |"), "{t}");
         assert!(t.contains("| rust current | WRONG |"), "{t}");
-        assert!(t.contains("| 0.500 | 0.400–0.600 | FASTER |"), "{t}");
+        assert!(t.contains("| gelu | hot | rust current | best alternative (torch) | 0.500 | 0.400–0.600 (min-max) | FASTER |"), "{t}");
     }
 }

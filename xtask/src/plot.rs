@@ -89,6 +89,9 @@ fn panel(area: &Area, title: &str, unit: &str, bars: &[Bar]) -> Result<(), Strin
 /// Checks the evidence before anything is drawn.
 pub fn validate(e: &Value) -> Result<(), String> {
     let mut problems = vec![];
+    if e["complete"].as_bool() != Some(true) {
+        problems.push(format!("the session did not complete ({})", e["error"].as_str().unwrap_or("no error recorded")));
+    }
     let results = e["results"].as_array().ok_or("comparison.json has no results")?;
     for r in results {
         let name = format!("{} {}", r["op"].as_str().unwrap_or("?"), r["implementation"].as_str().unwrap_or("?"));
@@ -260,7 +263,7 @@ mod tests {
     }
 
     fn evidence(samples: usize, passed: bool) -> Value {
-        json!({"namespace": "t", "results": [
+        json!({"namespace": "t", "complete": true, "results": [
             result("layernorm", "rust mage-001", "rust", Some("mage-001"), 18.0, SPAN_SAMPLES, true),
             result("layernorm", "rust mage-002", "rust", Some("mage-002"), 7.0, SPAN_SAMPLES, true),
             result("layernorm", "triton", "triton", None, 5.4, samples, passed),

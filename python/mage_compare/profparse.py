@@ -1,0 +1,90 @@
+"""Pure helpers for the torch-side instruments: reading a PyTorch profiler
+(Kineto) Chrome trace, torch.compile counter diffs, and a fresh copy of a
+function for torch.compile.
+"""
+
+from __future__ import annotations
+
+import types
+from collections import Counter
+from typing import Any, Callable
+
+#: Trace categories that are device activity but not kernels; excluded from kernel time.
+NON_KERNEL_GPU = ("gpu_memcpy", "gpu_memset")
+
+
+def kernel_summary(trace: dict, calls: int) -> dict:
+    """Kernel time per call from a Chrome trace (`prof.export_chrome_trace`):
+    complete events (`ph` "X") whose category is `kernel`, durations
+    (`dur`, microseconds) summed and divided by `calls`. Memcpy and memset
+    events are counted separately and excluded.
+
+    Returns {kernel_us, kernels_per_call, kernels: [{name, per_call,
+    us_per_call}] (largest first), excluded: {category: count}}.
+    kernel_us is None when the trace holds no kernel."""
+    if calls <= 0:
+        raise ValueError("calls must be positive")
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    total = 0.0
+    count = 0
+    by_name: dict[str, list[float]] = {}
+    excluded: Counter = Counter()
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cat = str(e.get("cat", "")).lower()
+        if cat == "kernel":
+            dur = float(e.get("dur", 0.0))
+            total += dur
+            count += 1
+            by_name.setdefault(str(e.get("name", "?")), []).append(dur)
+        elif cat in NON_KERNEL_GPU:
+            excluded[cat] += 1
+    kernels = sorted(
+        ({"name": n, "per_call": len(d) / calls, "us_per_call": sum(d) / calls} for n, d in by_name.items()),
+        key=lambda k: -k["us_per_call"],
+    )
+    return {
+        "kernel_us": total / calls if count else None,
+        "kernels_per_call": count / calls,
+        "kernels": kernels,
+        "excluded": dict(excluded),
+    }
+
+
+def counter_snapshot(counters: Any, sections: tuple[str, ...] = ("stats", "recompiles")) -> dict:
+    """A plain copy of torch._dynamo.utils.counters' sections (without
+    creating missing ones in the defaultdict)."""
+    out = {}
+    for s in sections:
+        if s in counters:
+            out[s] = {str(k): v for k, v in dict(counters[s]).items()}
+    return out
+
+
+def counter_diff(before: dict, after: dict) -> dict:
+    """{section.key: increase} for every counter that changed."""
+    diff = {}
+    for sec in set(before) | set(after):
+        b, a = before.get(sec, {}), after.get(sec, {})
+        for k in set(b) | set(a):
+            if a.get(k, 0) != b.get(k, 0):
+                diff[f"{sec}.{k}"] = a.get(k, 0) - b.get(k, 0)
+    return diff
+
+
+def fresh_function(fn: Callable, tag: str) -> Callable:
+    """A copy of `fn` with its own code object. torch.compile (Dynamo)
+    keeps its cache of compiled frames on the code object, so each op
+    shape gets its own cache and recompile budget instead of sharing (and
+    turning dynamic in) the cache of one eager function."""
+    name = f"{fn.__name__}__{tag}"
+    changes = {"co_name": name}
+    if hasattr(fn.__code__, "co_qualname"):
+        changes["co_qualname"] = name
+    code = fn.__code__.replace(**changes)
+    new = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__doc__ = fn.__doc__
+    new.__qualname__ = name
+    return new

@@ -1,0 +1,115 @@
+"""The float64 reference of each op (GPU only; imports torch).
+
+Primary: the op computed in torch float64 on the GPU from the same
+uploaded bytes (:func:`torch_reference`). Cross-check: where
+`fixtures/golden/<op>.py` exists (an independent numpy float64 reference,
+`compute(case_dir: Path, dims: list[int]) -> np.ndarray`), it is run on
+the case directory and must agree with the torch reference to within
+1e-8 + 1e-8*|golden| elementwise, or the op is not run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import torch
+
+LAYERNORM_EPS = 1e-5
+GELU_C = 0.7978845608028654
+GELU_CUBIC = 0.044715
+AGREE_ABS = 1e-8
+AGREE_REL = 1e-8
+
+#: The repository's golden references, relative to this file (python/mage_compare/ -> fixtures/golden).
+DEFAULT_GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
+
+
+def neighbor_dst(rowptr64: torch.Tensor, n: int, edges: int) -> torch.Tensor:
+    """The destination row of every edge (int64), from the row pointer."""
+    counts = rowptr64[1:] - rowptr64[:-1]
+    return torch.repeat_interleave(torch.arange(n, device=rowptr64.device), counts, output_size=edges)
+
+
+def u32_to_int64(t: torch.Tensor) -> torch.Tensor:
+    """int32 tensor holding u32 bits -> int64 values (unsigned)."""
+    return t.to(torch.int64) & 0xFFFFFFFF
+
+
+def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
+    """float64 result shaped like the output, from the typed views `v`."""
+    f = lambda t: t.to(torch.float64)  # noqa: E731
+    if op == "matmul":
+        return f(v["a"]) @ f(v["b"])
+    if op == "layernorm":
+        x = f(v["x"])
+        mean = x.mean(dim=1, keepdim=True)
+        d = x - mean
+        var = (d * d).mean(dim=1, keepdim=True)
+        return d / torch.sqrt(var + LAYERNORM_EPS) * f(v["gamma"]) + f(v["beta"])
+    if op == "gelu":
+        z = f(v["x"]) + f(v["bias"])
+        return 0.5 * z * (1.0 + torch.tanh(GELU_C * (z + GELU_CUBIC * z * z * z)))
+    if op == "triangle":
+        return torch.einsum("ikc,jkc->ijc", f(v["a"]), f(v["b"]))
+    if op == "neighbor":
+        n, width, edges, _ = dims
+        out = torch.zeros((n, width), dtype=torch.float64, device=v["x"].device)
+        if edges:
+            src = v["indices64"]
+            out.index_add_(0, v["dst64"], f(v["w"]).unsqueeze(1) * f(v["x"]).index_select(0, src))
+        return out
+    raise ValueError(f"no reference for op `{op}`")
+
+
+def load_golden(golden_dir: Path, op: str):
+    path = golden_dir / f"{op}.py"
+    if not path.is_file():
+        return None, path
+    spec = importlib.util.spec_from_file_location(f"mage_golden_{op}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compute, path
+
+
+def build_reference(spec, views: dict, golden_dir: Path | None, use_golden: bool) -> tuple[torch.Tensor, dict]:
+    """(reference float64 tensor on the GPU, info for the JSON). Raises if
+    the golden reference disagrees."""
+    t0 = time.perf_counter()
+    ref = torch_reference(spec.op, list(spec.dims), views)
+    torch.cuda.synchronize()
+    info = {"primary": "torch float64 on the GPU (mage_compare.reference.torch_reference)",
+            "seconds": time.perf_counter() - t0, "golden": None}
+    if ref.numel() != spec.output_len:
+        raise ValueError(f"the reference has {ref.numel()} values; the output has {spec.output_len}")
+    if not use_golden:
+        info["golden"] = {"path": None, "error": "skipped (--no-golden)"}
+        return ref, info
+    gdir = golden_dir or DEFAULT_GOLDEN
+    g: dict = {"path": None, "seconds": None, "max_abs_diff": None, "agree": None, "error": None}
+    info["golden"] = g
+    try:
+        compute, path = load_golden(gdir, spec.op)
+        g["path"] = str(path)
+        if compute is None:
+            g["error"] = "no golden reference for this op"
+            return ref, info
+        import numpy as np
+
+        t1 = time.perf_counter()
+        arr = np.asarray(compute(Path(spec.case_path), list(spec.dims)), dtype=np.float64).reshape(-1)
+        g["seconds"] = time.perf_counter() - t1
+    except Exception as e:  # noqa: BLE001 - a broken golden file is reported, the torch reference stands
+        g["error"] = f"{type(e).__name__}: {e}"
+        return ref, info
+    if arr.size != spec.output_len:
+        raise ValueError(f"{g['path']} returned {arr.size} values; the output has {spec.output_len}")
+    gt = torch.from_numpy(arr).to(ref.device)
+    diff = (gt - ref.reshape(-1)).abs()
+    g["max_abs_diff"] = float(diff.max()) if diff.numel() else 0.0
+    g["agree"] = bool((diff <= AGREE_ABS + AGREE_REL * gt.abs()).all())
+    if not g["agree"]:
+        raise ValueError(f"the torch float64 reference and {g['path']} disagree (max abs diff {g['max_abs_diff']:.3g}); "
+                         "nothing is run for this op")
+    return ref, info
