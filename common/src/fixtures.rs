@@ -163,7 +163,7 @@ pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
     op.check_inputs(&spec.dims, &inputs).map_err(|e| format!("case {d}: {e}"))?;
     let expected = match fs::read(dir.join("expected.bin")) {
         Ok(bytes) => {
-            let n = (op.output_len)(&spec.dims);
+            let n = op.output_len(&spec.dims);
             if bytes.len() != n * 4 {
                 return Err(format!("case {d}: expected.bin holds {} bytes; the output has {n} values", bytes.len()));
             }

@@ -167,7 +167,8 @@ pub struct Op {
     pub inputs: &'static [Input],
     /// Element counts of each input for dims (already validated).
     pub input_lens: fn(&[u32]) -> Vec<usize>,
-    pub output_len: fn(&[u32]) -> usize,
+    /// The output's shape, outermost first.
+    pub output_shape: fn(&[u32]) -> Vec<usize>,
     /// Op-specific checks of the input contents (the CSR of a graph, say).
     pub check_inputs: fn(&[u32], &[HostBuf]) -> Result<(), String>,
     /// Deterministic inputs for dims and a seed.
@@ -185,6 +186,11 @@ pub struct Op {
 pub const OUTPUT_POISON: u32 = 0x7FC0_BEEF;
 
 impl Op {
+    /// Elements of the output.
+    pub fn output_len(&self, dims: &[u32]) -> usize {
+        (self.output_shape)(dims).iter().product()
+    }
+
     pub fn stage(&self, name: &str) -> Result<&'static Stage, String> {
         let want = name.replace('_', "-");
         self.stages.iter().copied().find(|s| s.name == want).ok_or_else(|| {
@@ -223,7 +229,7 @@ impl Op {
             }
         }
         let mut lens = (self.input_lens)(dims);
-        lens.push((self.output_len)(dims));
+        lens.push(self.output_len(dims));
         for (i, n) in lens.iter().enumerate() {
             if *n as u64 > u32::MAX as u64 / 4 || *n as u64 > (1u64 << 30) {
                 let what = self.inputs.get(i).map_or("output", |b| b.role);
@@ -269,7 +275,7 @@ pub fn emulate(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Resu
 /// Runs a plan on the emulator without asking whether the stage supports
 /// the shape (tests use this to show what a missing guard would do).
 pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Result<Vec<f32>, String> {
-    let mut out = vec![f32::from_bits(OUTPUT_POISON); (op.output_len)(dims)];
+    let mut out = vec![f32::from_bits(OUTPUT_POISON); op.output_len(dims)];
     let mut scratch: Vec<Vec<f32>> = plan.scratch.iter().map(|n| vec![f32::from_bits(OUTPUT_POISON); *n]).collect();
     let mut regions: Vec<Region> = op
         .inputs

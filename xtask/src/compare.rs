@@ -114,8 +114,8 @@ fn op_entry(op: &Op, work: &Path) -> Result<(Value, Vec<Value>), String> {
         "inputs": op.inputs.iter().zip((op.input_lens)(&dims)).map(|(i, n)| json!({
             "file": format!("{}.bin", i.file), "role": i.role, "elem": i.elem, "len": n,
         })).collect::<Vec<_>>(),
-        "output_len": (op.output_len)(&dims),
-        "output_shape": op.default_dims,
+        "output_len": op.output_len(&dims),
+        "output_shape": (op.output_shape)(&dims),
         "tolerance": (op.tolerance)(&dims),
         "rust": rust,
     });
@@ -287,6 +287,20 @@ mod tests {
         assert_eq!(v["launches"][0]["block"], json!([256, 1, 1]));
         assert_eq!(v["launches"][0]["args"][3], json!({"output": true}));
         assert_eq!(v["launches"][0]["args"][5], json!({"u32": 768}));
+    }
+
+    #[test]
+    fn every_op_entry_describes_its_output_and_case() {
+        let work = std::env::temp_dir().join(format!("mage-compare-test-{}", std::process::id()));
+        for op in ops::all() {
+            let (entry, pairs) = op_entry(op, &work).unwrap();
+            let shape: Vec<u64> = entry["output_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+            assert_eq!(shape.iter().product::<u64>(), entry["output_len"].as_u64().unwrap(), "{}", op.name);
+            assert!(work.join(entry["case_dir"].as_str().unwrap()).join("inputs.sha256.json").exists());
+            assert!(entry["rust"].as_array().unwrap().iter().any(|r| r["stage"] == "current"), "{}", op.name);
+            assert_eq!(pairs.len() + 2, entry["rust"].as_array().unwrap().len(), "{}: one verdict per step of the history", op.name);
+        }
+        let _ = std::fs::remove_dir_all(work);
     }
 
     #[test]

@@ -466,7 +466,7 @@ impl Gpu {
         op.check_dims(dims)?;
         inputs.check(op, dims)?;
         self.bind()?;
-        let output = self.alloc_poisoned((op.output_len)(dims))?;
+        let output = self.alloc_poisoned(op.output_len(dims))?;
         let scratch = plan.scratch.iter().map(|&n| self.alloc_poisoned(n)).collect::<Result<Vec<_>, _>>()?;
         let input_ptrs: Vec<u64> = inputs.bufs.iter().map(DeviceBuf::ptr).collect();
         let scratch_ptrs: Vec<u64> = scratch.iter().map(DeviceBuf::ptr).collect();

@@ -26,7 +26,7 @@ static UNARY: Op = Op {
     sweep_dims: &[],
     inputs: &[Input { file: "a", role: "x", elem: Elem::F32 }],
     input_lens: |_| x_only(),
-    output_len: |_| N as usize,
+    output_shape: |_| vec![N as usize],
     check_inputs: |_, _| Ok(()),
     generate: |_, _| vec![],
     reference: |_, _| vec![],

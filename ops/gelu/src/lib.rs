@@ -80,7 +80,7 @@ mod host {
         sweep_dims: &[&[4096, 768], &[8192, 768], &[4096, 3072], &[16384, 4096], &[1000, 1001]],
         inputs: &[Input { file: "a", role: "x", elem: Elem::F32 }, Input { file: "b", role: "bias", elem: Elem::F32 }],
         input_lens: |d| vec![d[0] as usize * d[1] as usize, d[1] as usize],
-        output_len: |d| d[0] as usize * d[1] as usize,
+        output_shape: |d| vec![d[0] as usize, d[1] as usize],
         check_inputs: |_, _| Ok(()),
         generate,
         reference,

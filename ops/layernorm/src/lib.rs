@@ -88,7 +88,7 @@ mod host {
             Input { file: "c", role: "beta", elem: Elem::F32 },
         ],
         input_lens: |d| vec![d[0] as usize * d[1] as usize, d[1] as usize, d[1] as usize],
-        output_len: |d| d[0] as usize * d[1] as usize,
+        output_shape: |d| vec![d[0] as usize, d[1] as usize],
         check_inputs: |_, _| Ok(()),
         generate,
         reference,

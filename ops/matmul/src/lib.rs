@@ -230,7 +230,7 @@ mod host {
         ],
         inputs: &[Input { file: "a", role: "a", elem: Elem::F32 }, Input { file: "b", role: "b", elem: Elem::F32 }],
         input_lens: |d| vec![d[0] as usize * d[2] as usize, d[2] as usize * d[1] as usize],
-        output_len: |d| d[0] as usize * d[1] as usize,
+        output_shape: |d| vec![d[0] as usize, d[1] as usize],
         check_inputs: |_, _| Ok(()),
         generate,
         reference,

@@ -203,7 +203,7 @@ mod host {
             Input { file: "indices", role: "indices", elem: Elem::U32 },
         ],
         input_lens: |d| vec![d[0] as usize * d[1] as usize, d[2] as usize, d[0] as usize + 1, d[2] as usize],
-        output_len: |d| d[0] as usize * d[1] as usize,
+        output_shape: |d| vec![d[0] as usize, d[1] as usize],
         check_inputs: check_csr,
         generate,
         reference,

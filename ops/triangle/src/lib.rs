@@ -103,7 +103,7 @@ mod host {
             let len = d[0] as usize * d[0] as usize * d[1] as usize;
             vec![len, len]
         },
-        output_len: |d| d[0] as usize * d[0] as usize * d[1] as usize,
+        output_shape: |d| vec![d[0] as usize, d[0] as usize, d[1] as usize],
         check_inputs: |_, _| Ok(()),
         generate,
         reference,
