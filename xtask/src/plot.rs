@@ -44,43 +44,40 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 /// A horizontal bar panel with its own scale.
 fn panel(area: &Area, title: &str, unit: &str, bars: &[Bar]) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<_>| e.to_string();
-    let max = bars.iter().map(|b| b.whisker.map_or(b.value, |w| w.1.max(b.value))).fold(0.0, f64::max).max(1e-9) * 1.25;
-    let n = bars.len() as u32;
+    let max = bars.iter().map(|b| b.whisker.map_or(b.value, |w| w.1.max(b.value))).fold(0.0, f64::max).max(1e-9) * 1.2;
+    let n = bars.len();
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 16))
         .margin(8)
         .x_label_area_size(28)
-        .y_label_area_size(150)
-        .build_cartesian_2d(0.0..max, (0u32..n).into_segmented())
+        .y_label_area_size(170)
+        .build_cartesian_2d(0.0..max, -0.5..n as f64 - 0.5)
         .map_err(e)?;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc(unit)
-        .y_labels(n as usize)
-        .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
-            _ => String::new(),
+        .y_labels(n)
+        .y_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 { labels.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
         })
         .draw()
         .map_err(e)?;
     for (i, b) in bars.iter().enumerate() {
-        let i = i as u32;
-        let c = color_for(&b.label);
-        chart
-            .draw_series([Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.value, SegmentValue::Exact(i + 1))], c.mix(0.8).filled())])
-            .map_err(e)?;
+        let y = i as f64;
+        chart.draw_series([Rectangle::new([(0.0, y - 0.35), (b.value, y + 0.35)], color_for(&b.label).mix(0.85).filled())]).map_err(e)?;
         if let Some((lo, hi)) = b.whisker {
-            chart
-                .draw_series([PathElement::new(
-                    vec![(lo, SegmentValue::CenterOf(i)), (hi, SegmentValue::CenterOf(i))],
-                    BLACK.stroke_width(2),
-                )])
-                .map_err(e)?;
+            chart.draw_series([PathElement::new(vec![(lo, y), (hi, y)], BLACK.stroke_width(2))]).map_err(e)?;
         }
         chart
-            .draw_series([Text::new(format!("{:.2}", b.value), (b.value + max * 0.01, SegmentValue::CenterOf(i)), ("sans-serif", 12))])
+            .draw_series([Text::new(
+                format!("{:.2}", b.value),
+                (b.value.max(b.whisker.map_or(0.0, |w| w.1)) + max * 0.01, y + 0.15),
+                ("sans-serif", 12),
+            )])
             .map_err(e)?;
     }
     Ok(())
@@ -164,7 +161,7 @@ fn progression(e: &Value, path: &Path) -> Result<(), String> {
                 let v = r["hot"]["kernel_us"].as_f64()?;
                 let speedup = prev.map(|p| format!(" (x{:.2})", p / v)).unwrap_or_default();
                 prev = Some(v);
-                Some(Bar { label: format!("{}{speedup}", r["stage"].as_str().unwrap_or("?")), value: v, whisker: None })
+                Some(Bar { label: format!("rust {}{speedup}", r["stage"].as_str().unwrap_or("?")), value: v, whisker: None })
             })
             .collect();
         panel(area, op, "kernel µs", &bars)?;
@@ -293,7 +290,7 @@ mod tests {
         let k = std::fs::read_to_string(dir.join("k.svg")).unwrap();
         assert!(k.contains("triton") && k.contains("5.40") && !k.contains("broken"), "{k}");
         let p = std::fs::read_to_string(dir.join("p.svg")).unwrap();
-        assert!(p.contains("mage-002 (x2.57)"), "the speed-up label is missing");
+        assert!(p.contains("rust mage-002 (x2.57)"), "the speed-up label is missing");
         let _ = std::fs::remove_dir_all(dir);
     }
 }
