@@ -10,6 +10,7 @@
 //! | [`mage_002`] | 64x64 block tile, a 4x4 register tile per thread, K step 32, 128-bit global loads |
 //! | [`mage_003`] | 128-bit shared reads: the A tile stored transposed (row stride 68 floats), K step 64 |
 //! | [`mage_006`] | two shared buffers, the next K tile copied by `cp.async` while the multiply-adds run |
+//! | [`mage_007`] | 128x128 block tile, an 8x8 register tile per thread in 32x64 warp tiles, K step 16, one barrier per K step |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
@@ -30,6 +31,7 @@ pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_006;
+pub mod mage_007;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -212,7 +214,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &current::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &current::STAGE];
 
     pub static OP: Op = Op {
         name: "matmul",

@@ -4,7 +4,7 @@
 
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, Stage, check_stage, emulate, fit_last_dim};
-use mage_matmul::{OP, STAGES, current, mage_006};
+use mage_matmul::{OP, STAGES, current, mage_006, mage_007};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -98,6 +98,29 @@ fn mage_006_pipeline_with_odd_and_even_tile_counts() {
     }
 }
 
+/// mage-007's pipeline (K in tiles of 16, two buffers, one barrier per K
+/// step: the copies of tile `t + 1` are issued after the barrier of step
+/// `t`) and its 128x128 block tiles, on both entries:
+/// * k = 1, 16: one K tile, read from buffer 0 in the only step;
+/// * k = 17, 32: two, the second in buffer 1;
+/// * k = 40, 48: three, the third back in buffer 0, refilled after the
+///   barrier that ends the reads of tile 0 (issued before it, the emulator
+///   reports a shared-memory race);
+/// * k = 64, 100: four and seven, several full rounds.
+///
+/// Each with one block tile, exact (128x128) or with tails in m and n, and with
+/// 2x3 and 3x2 block tiles whose edges fall inside the warp tiles.
+#[test]
+fn mage_007_pipeline_and_block_tiles() {
+    for k in [1, 16, 17, 32, 40, 48, 64, 100] {
+        for (m, n) in [(128, 128), (37, 29), (130, 260), (257, 131)] {
+            let d = [m, n, k];
+            assert_eq!(mage_007::vector_entry(&d), n % 4 == 0);
+            check_stage(&OP, &mage_007::STAGE, &d, &inputs(&d, k as u64 + 100)).unwrap();
+        }
+    }
+}
+
 /// The tolerance is sound for what the kernels do, and tight enough to
 /// catch an indexing bug: host models of an FP32 fma chain and of typical
 /// bugs, compared with the f64 reference.
@@ -157,16 +180,21 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
 
 #[test]
 fn current_dispatches_by_shape() {
-    for d in [[1024, 1024, 1024], [512, 512, 512], [1000, 1037, 999], [384, 384, 7]] {
+    for d in [[1024, 1024, 1024], [512, 512, 512], [384, 384, 7]] {
         assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
+    }
+    for d in [[1000, 1037, 999], [2048, 2048, 2048], [4096, 4096, 4096]] {
+        assert_eq!(current::choose(&d).name, "mage-007", "{d:?}");
     }
     for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
         assert_eq!(current::choose(&d).name, "mage-001", "{d:?}");
     }
     let entry = |d: [u32; 3]| (current::STAGE.plan)(&d).launches[0].kernel.name;
     assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
-    assert_eq!(entry([1000, 1036, 999]), "matmul_cp_async_v4");
-    assert_eq!(entry([1000, 1037, 999]), "matmul_cp_async_scalar");
+    assert_eq!(entry([1024, 1020, 999]), "matmul_cp_async_v4");
+    assert_eq!(entry([1024, 1021, 999]), "matmul_cp_async_scalar");
+    assert_eq!(entry([1000, 1036, 999]), "matmul_warptile8x8_v4");
+    assert_eq!(entry([1000, 1037, 999]), "matmul_warptile8x8_scalar");
 }
 
 #[test]
