@@ -65,7 +65,9 @@
 //! mage-006): 2048³ 381.0 µs (603.1), 4096³ 2999 µs (4608; cuBLAS took
 //! 2672 µs in another session), 1000x1037x999 113.2 µs (129.4). At 1024³
 //! it is slower, 104.1 µs (84.2), and at 512³ 52.9 (26.2): 64 and 16 blocks
-//! of 128x128 leave most of the 132 SMs idle, as the prediction said.
+//! of 128x128 leave most of the 132 SMs idle, as the prediction said. A
+//! second session (results/mage-007/sweep-matmul.json) gave 382.3, 3040.4,
+//! 113.9, 104.1 and 52.9 µs.
 
 use crate::store_quad;
 use mage_common::device::*;
