@@ -255,16 +255,9 @@ mage_common::kernel! {
     }
 }
 
-/// Whether the `_v4` entry applies: B's and C's rows (`n` floats) start
-/// 16-byte aligned. (A is copied by element, so `k` does not matter.)
-#[cfg(not(target_arch = "nvptx64"))]
-pub fn vector_entry(d: &[u32]) -> bool {
-    d[1].is_multiple_of(4)
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    let kernel = if vector_entry(d) { &matmul_warptile8x8_v4::KERNEL } else { &matmul_warptile8x8_scalar::KERNEL };
+    let kernel = if crate::mage_006::vector_entry(d) { &matmul_warptile8x8_v4::KERNEL } else { &matmul_warptile8x8_scalar::KERNEL };
     crate::tiled_launch(d, kernel, BM, BN, THREADS, SHARED_BYTES)
 }
 
