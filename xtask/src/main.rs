@@ -72,9 +72,10 @@ pub struct SweepArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Where the JSON results go.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+    /// Where the JSON results go (default: the checkout's `results/`, as
+    /// `compare` and `plot` use, or `./results` in a bundle).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
     /// Keep the sweep as evidence of a namespace: results/<NAME>/sweep-<op>.json.
     #[arg(long)]
     pub namespace: Option<String>,

@@ -178,12 +178,13 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         runs,
     };
     let json = serde_json::to_string_pretty(&report).unwrap();
-    std::fs::create_dir_all(&a.results).map_err(|e| format!("{}: {e}", a.results.display()))?;
+    let results = a.results.clone().unwrap_or_else(crate::compare::results_root);
+    std::fs::create_dir_all(&results).map_err(|e| format!("{}: {e}", results.display()))?;
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let path = a.results.join(format!("sweep-{}-{}-{stamp}.json", op.name, report.machine));
+    let path = results.join(format!("sweep-{}-{}-{stamp}.json", op.name, report.machine));
     write_atomic(&path, json.as_bytes())?;
     if let Some(ns) = &a.namespace {
-        let dir = a.results.join(ns);
+        let dir = results.join(ns);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         write_atomic(&dir.join(format!("sweep-{}.json", op.name)), json.as_bytes())?;
     }
