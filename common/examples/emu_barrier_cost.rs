@@ -4,8 +4,9 @@
 //!     cargo run --release -p mage-common --example emu_barrier_cost
 
 use mage_common::device::*;
-use mage_common::emu::{Dim3, LaunchConfig, Region, launch_kernel};
+use mage_common::emu::{Region, launch_kernel};
 use mage_common::kernel::ArgValue;
+use mage_common::kernel::{Dim3, LaunchConfig};
 
 mage_common::kernel! {
     unsafe fn twenty_barriers(out: *mut f32) {

@@ -19,7 +19,7 @@
 //! word nothing wrote poisons the result. `cp.async` copies at once.
 //! Independent blocks are spread over the machine's cores.
 
-use crate::kernel::{ArgValue, Kernel};
+use crate::kernel::{ArgValue, Dim3, Kernel, LaunchConfig};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -34,43 +34,12 @@ pub const SHARED_POISON: u32 = 0x7FC0_DEAD;
 /// Coroutine stack size: kernels are shallow, panics need some room.
 const STACK_BYTES: usize = 256 * 1024;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Dim3 {
-    pub x: u32,
-    pub y: u32,
-    pub z: u32,
-}
-
-impl Dim3 {
-    pub const fn new(x: u32, y: u32, z: u32) -> Self {
-        Dim3 { x, y, z }
-    }
-    pub const fn x(x: u32) -> Self {
-        Dim3 { x, y: 1, z: 1 }
-    }
-    pub fn count(&self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
-    }
-    fn unlinear(&self, i: u64) -> Dim3 {
-        let x = (i % self.x as u64) as u32;
-        let y = ((i / self.x as u64) % self.y as u64) as u32;
-        let z = (i / (self.x as u64 * self.y as u64)) as u32;
-        Dim3 { x, y, z }
-    }
-}
-
-impl fmt::Display for Dim3 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "({}, {}, {})", self.x, self.y, self.z)
-    }
-}
-
-/// Grid, block and dynamic shared memory of one launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub grid: Dim3,
-    pub block: Dim3,
-    pub shared_bytes: u32,
+/// The index of linear position `i` in a grid or block of this extent (x fastest).
+fn unlinear(extent: &Dim3, i: u64) -> Dim3 {
+    let x = (i % extent.x as u64) as u32;
+    let y = ((i / extent.x as u64) % extent.y as u64) as u32;
+    let z = (i / (extent.x as u64 * extent.y as u64)) as u32;
+    Dim3 { x, y, z }
 }
 
 /// A buffer of the launch: global accesses must fall inside one.
@@ -152,7 +121,7 @@ impl Block<'_> {
         self.current.get()
     }
     fn thread_idx(&self) -> Dim3 {
-        self.config.block.unlinear(self.thread() as u64)
+        unlinear(&self.config.block, self.thread() as u64)
     }
     fn who(&self) -> String {
         format!("thread {} of block {}", self.thread_idx(), self.block_idx)
@@ -267,7 +236,7 @@ fn check_shared(b: &Block, offset: u32, size: u32, store: bool) {
             let them = if them == MANY {
                 "two or more other threads".to_string()
             } else {
-                format!("thread {}", b.config.block.unlinear((them - 1) as u64))
+                format!("thread {}", unlinear(&b.config.block, (them - 1) as u64))
             };
             panic!(
                 "shared-memory race on bytes {}..{} of block {}: {} {what}s a word that {them} {kind} since the last barrier",
@@ -371,7 +340,7 @@ fn run_block(config: &LaunchConfig, regions: &[Region], block_idx: Dim3, kernel:
                 panic!(
                     "divergent warp shuffle in block {}: lanes of warp {w} wait at a shuffle while thread {} {why}",
                     block_idx,
-                    config.block.unlinear(l as u64)
+                    unlinear(&config.block, l as u64)
                 );
             }
             if lanes.len() < 32 {
@@ -403,7 +372,7 @@ fn run_block(config: &LaunchConfig, regions: &[Region], block_idx: Dim3, kernel:
             continue;
         }
         let at_barrier = state.iter().filter(|s| **s == State::AtBarrier).count();
-        let first_done = state.iter().position(|s| *s == State::Done).map(|t| config.block.unlinear(t as u64));
+        let first_done = state.iter().position(|s| *s == State::Done).map(|t| unlinear(&config.block, t as u64));
         panic!(
             "deadlock in block {block_idx}: {at_barrier} of {n} threads wait at a barrier that the others never reach{}",
             first_done.map(|t| format!(" (thread {t} and others exited)")).unwrap_or_default()
@@ -446,7 +415,7 @@ pub fn launch(config: &LaunchConfig, regions: &[Region], kernel: &(dyn Fn() + Sy
             if b >= blocks {
                 break;
             }
-            let block_idx = config.grid.unlinear(b);
+            let block_idx = unlinear(&config.grid, b);
             if let Err(e) = catch_unwind(AssertUnwindSafe(|| run_block(config, regions, block_idx, kernel))) {
                 failed.store(true, Ordering::Relaxed);
                 error.lock().unwrap().get_or_insert_with(|| panic_message(&*e));

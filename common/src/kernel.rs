@@ -15,6 +15,41 @@
 //! `double::KERNEL`, a [`Kernel`] that the emulator and the GPU runner launch
 //! by name with a slice of [`ArgValue`]s.
 
+/// The extent of a grid or a block, or an index into one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "nvptx64"), derive(serde::Serialize, serde::Deserialize))]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+    pub const fn x(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+    pub fn count(&self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl core::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub shared_bytes: u32,
+}
+
 /// What a kernel parameter is, as the launchers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {

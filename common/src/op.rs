@@ -7,8 +7,9 @@
 //! snapshots, `run`, `sweep`) iterates the registry, so adding a stage is a
 //! module plus one registry line.
 
-use crate::emu::{self, Dim3, LaunchConfig, Region};
+use crate::emu::{self, Region};
 use crate::kernel::{ArgValue, Kernel};
+use crate::kernel::{Dim3, LaunchConfig};
 use crate::numeric::Tolerance;
 
 /// Element type of a buffer.

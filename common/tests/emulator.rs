@@ -2,9 +2,10 @@
 //! runs correct kernels to the same answer as the hardware would.
 
 use mage_common::device::*;
-use mage_common::emu::{Dim3, LaunchConfig, Region, launch_kernel};
+use mage_common::emu::{Region, launch_kernel};
 use mage_common::kernel;
 use mage_common::kernel::ArgValue;
+use mage_common::kernel::{Dim3, LaunchConfig};
 
 fn run(k: &mage_common::Kernel, threads: u32, shared: u32, out: &mut [f32]) -> Result<(), String> {
     let cfg = LaunchConfig { grid: Dim3::x(2), block: Dim3::x(threads), shared_bytes: shared };

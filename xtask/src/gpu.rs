@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use cudarc::cupti::result::{CuptiError, activity};
 use cudarc::cupti::sys as cupti_sys;
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DriverError, result, sys};
-use mage_common::emu::LaunchConfig;
+use mage_common::kernel::LaunchConfig;
 use mage_common::kernel::{ArgValue, ParamKind};
 use mage_common::op::{Arg, Elem, HostBuf, OUTPUT_POISON, Op, Plan};
 use serde::Serialize;
@@ -869,7 +869,7 @@ mod tests {
         assert_eq!(ptx_entries(ptx), vec!["layernorm_row", "probe_mul_add"]);
     }
     use mage_common::Kernel;
-    use mage_common::emu::Dim3;
+    use mage_common::kernel::Dim3;
     use mage_common::kernel::Param;
     use mage_common::op::Launch;
 

@@ -5,8 +5,8 @@
 
 use crate::gpu::Gpu;
 use mage_common::Kernel;
-use mage_common::emu::Dim3;
 use mage_common::fixtures::Rng;
+use mage_common::kernel::Dim3;
 use mage_common::numeric::{EX2_APPROX_REL, RSQRT_APPROX_REL, TANH_APPROX_REL, Tolerance};
 use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Plan};
 use mage_common::probes;

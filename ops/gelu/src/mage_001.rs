@@ -84,7 +84,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&gelu_scalar::KERNEL],
     supports: |_| true,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &gelu_scalar::KERNEL,
             grid: Dim3::x((d[0] * d[1]).div_ceil(THREADS)),

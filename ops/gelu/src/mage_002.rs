@@ -101,7 +101,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&gelu_quad::KERNEL],
     supports,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &gelu_quad::KERNEL,
             grid: Dim3::x((d[0] * d[1] / 4).div_ceil(THREADS)),

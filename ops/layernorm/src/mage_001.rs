@@ -81,7 +81,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&layernorm_block_tree::KERNEL],
     supports: |_| true,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &layernorm_block_tree::KERNEL,
             grid: Dim3::x(d[0]),

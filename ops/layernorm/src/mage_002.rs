@@ -65,7 +65,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&layernorm_warp::KERNEL],
     supports,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &layernorm_warp::KERNEL,
             grid: Dim3::x(d[0].div_ceil(WARPS)),

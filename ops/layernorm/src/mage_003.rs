@@ -84,7 +84,7 @@ pub fn supports(d: &[u32]) -> bool {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
+    use mage_common::kernel::Dim3;
     mage_common::op::Launch {
         kernel: &layernorm_pair::KERNEL,
         grid: Dim3::x(d[0].div_ceil(ROWS_PER_BLOCK)),

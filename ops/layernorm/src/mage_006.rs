@@ -102,7 +102,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&layernorm_row::KERNEL],
     supports,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &layernorm_row::KERNEL,
             grid: Dim3::x(d[0]),

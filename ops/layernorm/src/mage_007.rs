@@ -81,7 +81,7 @@ pub fn supports(d: &[u32]) -> bool {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
+    use mage_common::kernel::Dim3;
     let per_lane = (d[1] / 4).div_ceil(32);
     let kernel = ENTRIES.iter().find(|(q, _)| *q >= per_lane).expect("supports() bounds the width").1;
     mage_common::op::Launch {

@@ -37,7 +37,7 @@ pub fn supports(d: &[u32]) -> bool {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    use mage_common::emu::Dim3;
+    use mage_common::kernel::Dim3;
     let (kernel, threads): (&'static mage_common::Kernel, u32) =
         if d[1] <= 2048 { (&layernorm_row_256::KERNEL, 256) } else { (&layernorm_row_512::KERNEL, 512) };
     mage_common::op::Launch {

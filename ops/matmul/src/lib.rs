@@ -113,8 +113,8 @@ pub use host::*;
 mod host {
     use super::*;
     use mage_common::Kernel;
-    use mage_common::emu::Dim3;
     use mage_common::fixtures::{DEFAULT_STD, normal_input};
+    use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Plan, Stage};
 

@@ -4,8 +4,9 @@
 //! and the source address must be valid even when nothing is copied.
 
 use mage_common::device::*;
-use mage_common::emu::{Dim3, LaunchConfig, Region, launch_kernel};
+use mage_common::emu::{Region, launch_kernel};
 use mage_common::kernel::ArgValue;
+use mage_common::kernel::{Dim3, LaunchConfig};
 
 mage_common::kernel! {
     /// Thread t copies `4 (t % 5)` bytes of quad t of `x` (16-byte copy) and

@@ -46,7 +46,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&neighbor_row::KERNEL],
     supports: |_| true,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         use mage_common::op::Arg;
         mage_common::op::Launch {
             kernel: &neighbor_row::KERNEL,

@@ -214,7 +214,7 @@ mage_common::kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use mage_common::emu::Dim3;
+    use mage_common::kernel::Dim3;
     use mage_common::op::{Arg, Launch, Plan, Stage};
 
     /// Items (rows + edges) per warp for these dims.

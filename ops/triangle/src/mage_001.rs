@@ -51,7 +51,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&triangle_naive::KERNEL],
     supports: |_| true,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &triangle_naive::KERNEL,
             grid: Dim3::x(threads(d).div_ceil(THREADS)),

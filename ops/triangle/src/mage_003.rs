@@ -83,7 +83,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: &[&triangle_tile_quad::KERNEL],
     supports,
     plan: |d| {
-        use mage_common::emu::Dim3;
+        use mage_common::kernel::Dim3;
         mage_common::op::Launch {
             kernel: &triangle_tile_quad::KERNEL,
             grid: Dim3::x(threads(d).div_ceil(THREADS)),
