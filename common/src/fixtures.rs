@@ -80,6 +80,10 @@ pub struct CaseSpec {
     /// How the inputs were made, for people (`normal(0, 0.25)`, `constant`).
     #[serde(default)]
     pub distribution: String,
+    /// The op's generator that drew the inputs (`uniform`, `power-law`);
+    /// absent for ops with one generator.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub generator: String,
 }
 
 /// A case read back from disk and checked.
@@ -136,9 +140,10 @@ pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
         return Err(format!("case {d} is a `{}` case, not `{}`", spec.op, op.name));
     }
     op.check_dims(&spec.dims).map_err(|e| format!("case {d}: {e}"))?;
+    op.generator(Some(&spec.generator)).map_err(|e| format!("case {d}: input.json: {e}"))?;
     let sums_text = fs::read_to_string(dir.join("inputs.sha256.json")).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
     let sha256: BTreeMap<String, String> = serde_json::from_str(&sums_text).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
-    let lens = (op.input_lens)(&spec.dims);
+    let lens = op.input_lens(&spec.dims);
     let mut inputs = vec![];
     for (input, want) in op.inputs.iter().zip(&lens) {
         let name = format!("{}.bin", input.file);
@@ -226,7 +231,8 @@ pub fn committed_cases(op: &Op) -> Vec<PathBuf> {
 /// Checks an op against its committed golden cases: the Rust f64
 /// reference agrees with the independent `expected.bin` to f32 rounding,
 /// and every stage that supports a case's dims matches it under the op's
-/// tolerance on the emulator. Returns how many (case, stage) pairs ran.
+/// tolerance on the emulator, and so does the stage `current` picks.
+/// Returns how many (case, stage) pairs ran.
 pub fn check_golden_cases(op: &Op) -> Result<usize, String> {
     let cases = committed_cases(op);
     if cases.is_empty() {
@@ -244,11 +250,14 @@ pub fn check_golden_cases(op: &Op) -> Result<usize, String> {
             }
         }
         let expected64: Vec<f64> = expected.iter().map(|v| *v as f64).collect();
-        for stage in op.stages.iter().filter(|s| (s.supports)(dims)) {
+        let tolerance = (op.tolerance)(dims, &case.inputs);
+        let picked = op.dispatch(dims, &case.inputs);
+        let runs = op.stages.iter().filter(|s| (s.supports)(dims)).map(|s| (s.name.to_string(), *s));
+        for (label, stage) in runs.chain(std::iter::once((format!("{} → {}", crate::op::CURRENT, picked.name), picked))) {
             let out = crate::op::emulate(op, stage, dims, &case.inputs)?;
-            let cmp = crate::numeric::compare(&out, &expected64, (op.tolerance)(dims));
+            let cmp = crate::numeric::compare(&out, &expected64, tolerance);
             if !cmp.passed() {
-                return Err(format!("{} {} on {}: {}", op.name, stage.name, dir.display(), cmp.summary(dims)));
+                return Err(format!("{} {label} on {}: {}", op.name, dir.display(), cmp.summary(dims)));
             }
             checked += 1;
         }

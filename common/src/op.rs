@@ -1,11 +1,13 @@
 //! What an op crate registers, and running it on the emulator.
 //!
-//! An op crate exposes one [`Op`]: its dimensions, inputs, generator, f64
-//! reference, tolerance and the registry of its [`Stage`]s. A stage is a
-//! name, a doc line, which shapes it supports and a [`Plan`] of kernel
-//! launches for a shape. Everything else (property tests, resource
-//! snapshots, `run`, `sweep`) iterates the registry, so adding a stage is a
-//! module plus one registry line.
+//! An op crate exposes one [`Op`]: its dimensions, the shapes of its inputs
+//! and output, its generators, f64 reference and tolerance, the registry of
+//! its [`Stage`]s and its [`Dispatcher`], `current`. A stage is a name, a
+//! doc line, which shapes it supports and a [`Plan`] of kernel launches for
+//! a shape; the dispatcher picks a stage from the dims and, where the op
+//! needs it, the data. Everything else (property tests, resource snapshots,
+//! `run`, `sweep`, the Python module) iterates the registry, so adding a
+//! stage is a module plus one registry line.
 
 use crate::emu::{self, Region};
 use crate::kernel::{ArgValue, Kernel};
@@ -55,6 +57,13 @@ impl HostBuf {
             HostBuf::F32(_) => panic!("expected a u32 buffer"),
         }
     }
+    /// An empty buffer of this element type.
+    pub fn empty(elem: Elem) -> HostBuf {
+        match elem {
+            Elem::F32 => HostBuf::F32(vec![]),
+            Elem::U32 => HostBuf::U32(vec![]),
+        }
+    }
     pub fn byte_len(&self) -> usize {
         self.len() * 4
     }
@@ -80,13 +89,84 @@ impl HostBuf {
     }
 }
 
+/// One axis of a buffer's shape, in terms of the op's dims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// Dim number `i`.
+    Dim(usize),
+    /// Dim number `i`, plus one (a CSR row pointer).
+    DimPlus1(usize),
+}
+
+impl Extent {
+    pub fn of(self, dims: &[u32]) -> usize {
+        match self {
+            Extent::Dim(i) => dims[i] as usize,
+            Extent::DimPlus1(i) => dims[i] as usize + 1,
+        }
+    }
+}
+
+/// Elements of a buffer of this shape.
+fn elements(shape: &[Extent], dims: &[u32]) -> usize {
+    shape.iter().map(|e| e.of(dims)).product()
+}
+
 /// One input of an op: its fixture file stem (`a`, `b`, `c`, `rowptr`,
-/// `indices`), what it is, and its element type.
+/// `indices`), what it is, its element type and its shape.
 #[derive(Clone, Copy, Debug)]
 pub struct Input {
     pub file: &'static str,
     pub role: &'static str,
     pub elem: Elem,
+    /// Outermost first.
+    pub shape: &'static [Extent],
+}
+
+/// A way of drawing an op's inputs for dims and a seed. The first of an
+/// op's generators is its default.
+pub struct Generator {
+    /// `normal`, `uniform`, `power-law`: what `--gen` and a case's `input.json` name.
+    pub name: &'static str,
+    /// What it draws, for people and for a case's `distribution`.
+    pub summary: &'static str,
+    pub generate: fn(&[u32], u64) -> Vec<HostBuf>,
+}
+
+/// A shape `sweep` and `compare` run, with the generator of its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub dims: &'static [u32],
+    pub generator: &'static str,
+}
+
+impl Workload {
+    /// Dims with the op's default generator (`normal`).
+    pub const fn new(dims: &'static [u32]) -> Workload {
+        Workload { dims, generator: DEFAULT_GENERATOR }
+    }
+    pub const fn with(dims: &'static [u32], generator: &'static str) -> Workload {
+        Workload { dims, generator }
+    }
+}
+
+/// The name of the generator ops with only one call theirs.
+pub const DEFAULT_GENERATOR: &str = "normal";
+
+/// The name `run`, `sweep`, `compare` and the Python module give the
+/// dispatcher.
+pub const CURRENT: &str = "current";
+
+/// `current`: picks the stage for a call from its dims and, where the op
+/// needs it, the contents of some inputs.
+pub struct Dispatcher {
+    /// One line: how it picks.
+    pub summary: &'static str,
+    /// The inputs (by number) whose contents `choose` reads. It is handed
+    /// every other input empty, so that a caller whose inputs live on a
+    /// device copies only these to the host.
+    pub reads: &'static [usize],
+    pub choose: fn(&[u32], &[HostBuf]) -> &'static Stage,
 }
 
 /// A kernel argument before buffers are placed.
@@ -132,9 +212,9 @@ impl From<Launch> for Plan {
     }
 }
 
-/// One stage of an op's history (or `current`, the dispatcher).
+/// One stage of an op's history.
 pub struct Stage {
-    /// `mage-001`, ..., `current`.
+    /// `mage-001`, `mage-002`, ...
     pub name: &'static str,
     /// One line: what this stage is.
     pub summary: &'static str,
@@ -152,6 +232,21 @@ impl std::fmt::Debug for Stage {
     }
 }
 
+/// The stage a call runs: one named, or the one `current` picked.
+#[derive(Clone, Copy, Debug)]
+pub struct Picked {
+    pub stage: &'static Stage,
+    /// Whether `current` chose it.
+    pub by_current: bool,
+}
+
+impl Picked {
+    /// `mage-007`, or `current → mage-007`.
+    pub fn label(&self) -> String {
+        if self.by_current { format!("{CURRENT} → {}", self.stage.name) } else { self.stage.name.to_string() }
+    }
+}
+
 /// An operation and its registry of stages.
 pub struct Op {
     /// `layernorm`, `matmul`, ...
@@ -163,23 +258,27 @@ pub struct Op {
     /// The smallest value of each dim (1, or 0 where an empty dim is valid).
     pub min_dims: &'static [u32],
     pub default_dims: &'static [u32],
-    /// The shapes `sweep` runs, besides any `--dims` given.
-    pub sweep_dims: &'static [&'static [u32]],
+    /// The workloads `sweep` runs, besides any `--dims` given.
+    pub sweep: &'static [Workload],
     pub inputs: &'static [Input],
-    /// Element counts of each input for dims (already validated).
-    pub input_lens: fn(&[u32]) -> Vec<usize>,
     /// The output's shape, outermost first.
-    pub output_shape: fn(&[u32]) -> Vec<usize>,
+    pub output: &'static [Extent],
+    /// Named constants of the op's definition (LayerNorm's `eps`), for
+    /// implementations outside Rust that must compute the same function.
+    pub constants: &'static [(&'static str, f64)],
     /// Op-specific checks of the input contents (the CSR of a graph, say).
     pub check_inputs: fn(&[u32], &[HostBuf]) -> Result<(), String>,
-    /// Deterministic inputs for dims and a seed.
-    pub generate: fn(&[u32], u64) -> Vec<HostBuf>,
+    /// Deterministic input generators; the first is the default.
+    pub generators: &'static [Generator],
     /// The f64 CPU reference.
     pub reference: fn(&[u32], &[HostBuf]) -> Vec<f64>,
-    pub tolerance: fn(&[u32]) -> Tolerance,
+    /// The allowance for an output against the reference, for these inputs.
+    pub tolerance: fn(&[u32], &[HostBuf]) -> Tolerance,
     /// Fewest bytes one call must move through device memory, and its flops.
     pub cost: fn(&[u32]) -> (u64, u64),
+    /// Every stage, oldest first.
     pub stages: &'static [&'static Stage],
+    pub current: Dispatcher,
 }
 
 /// The bit pattern outputs are filled with before a run: a NaN, so an
@@ -187,21 +286,156 @@ pub struct Op {
 pub const OUTPUT_POISON: u32 = 0x7FC0_BEEF;
 
 impl Op {
-    /// Elements of the output.
-    pub fn output_len(&self, dims: &[u32]) -> usize {
-        (self.output_shape)(dims).iter().product()
+    /// Element counts of each input.
+    pub fn input_lens(&self, dims: &[u32]) -> Vec<usize> {
+        self.inputs.iter().map(|i| elements(i.shape, dims)).collect()
     }
 
+    /// Each input's shape, outermost first.
+    pub fn input_shapes(&self, dims: &[u32]) -> Vec<Vec<usize>> {
+        self.inputs.iter().map(|i| i.shape.iter().map(|e| e.of(dims)).collect()).collect()
+    }
+
+    /// The output's shape, outermost first.
+    pub fn output_shape(&self, dims: &[u32]) -> Vec<usize> {
+        self.output.iter().map(|e| e.of(dims)).collect()
+    }
+
+    /// Elements of the output.
+    pub fn output_len(&self, dims: &[u32]) -> usize {
+        elements(self.output, dims)
+    }
+
+    /// The dims of a call whose inputs have these shapes (outermost first),
+    /// checked for consistency and then as by [`Op::check_dims`].
+    pub fn dims_from_shapes(&self, shapes: &[Vec<usize>]) -> Result<Vec<u32>, String> {
+        if shapes.len() != self.inputs.len() {
+            return Err(format!("{} takes {} inputs ({}), got {}", self.name, self.inputs.len(), self.roles(), shapes.len()));
+        }
+        let mut dims: Vec<Option<u64>> = vec![None; self.dim_names.len()];
+        for (input, shape) in self.inputs.iter().zip(shapes) {
+            if shape.len() != input.shape.len() {
+                return Err(format!(
+                    "{} ({}) has {} axes {:?}; {} takes it with {} ({})",
+                    input.role,
+                    input.file,
+                    shape.len(),
+                    shape,
+                    self.name,
+                    input.shape.len(),
+                    self.shape_text(input.shape)
+                ));
+            }
+            for (extent, &len) in input.shape.iter().zip(shape) {
+                let (i, value) = match *extent {
+                    Extent::Dim(i) => (i, len as u64),
+                    Extent::DimPlus1(i) if len >= 1 => (i, len as u64 - 1),
+                    Extent::DimPlus1(_) => return Err(format!("{} is empty; it must hold at least one value", input.role)),
+                };
+                match dims[i] {
+                    Some(d) if d != value => {
+                        return Err(format!(
+                            "{} is {shape:?}, which makes `{}` {value}; an earlier input made it {d}",
+                            input.role, self.dim_names[i]
+                        ));
+                    }
+                    _ => dims[i] = Some(value),
+                }
+            }
+        }
+        let dims = dims
+            .iter()
+            .zip(self.dim_names)
+            .map(|(d, name)| {
+                let d = d.ok_or_else(|| format!("no input of {} gives dim `{name}`", self.name))?;
+                u32::try_from(d).map_err(|_| format!("{} dim `{name}` is {d}, more than 2^32 - 1", self.name))
+            })
+            .collect::<Result<Vec<u32>, String>>()?;
+        self.check_dims(&dims)?;
+        Ok(dims)
+    }
+
+    fn roles(&self) -> String {
+        self.inputs.iter().map(|i| i.role).collect::<Vec<_>>().join(", ")
+    }
+
+    /// `[rows, width]`.
+    fn shape_text(&self, shape: &[Extent]) -> String {
+        let axes: Vec<String> = shape
+            .iter()
+            .map(|e| match *e {
+                Extent::Dim(i) => self.dim_names[i].to_string(),
+                Extent::DimPlus1(i) => format!("{} + 1", self.dim_names[i]),
+            })
+            .collect();
+        format!("[{}]", axes.join(", "))
+    }
+
+    /// A history stage by name (`mage-006`, or `mage_006`); `current` is not
+    /// a stage: see [`Op::pick`].
     pub fn stage(&self, name: &str) -> Result<&'static Stage, String> {
         let want = name.replace('_', "-");
         self.stages.iter().copied().find(|s| s.name == want).ok_or_else(|| {
             let names: Vec<_> = self.stages.iter().map(|s| s.name).collect();
-            format!("{} has no stage `{name}`; its stages are {}", self.name, names.join(", "))
+            format!("{} has no stage `{name}`; its stages are {}, and `{CURRENT}` picks one", self.name, names.join(", "))
         })
     }
 
-    pub fn current(&self) -> &'static Stage {
-        self.stages.iter().copied().find(|s| s.name == "current").expect("every op registers `current`")
+    /// Whether `name` is a stage of this op or `current`.
+    pub fn check_stage_name(&self, name: &str) -> Result<(), String> {
+        if name == CURRENT { Ok(()) } else { self.stage(name).map(|_| ()) }
+    }
+
+    /// The stage `current` picks for these inputs. Only the inputs its
+    /// dispatcher reads are passed on; the others arrive empty.
+    pub fn dispatch(&self, dims: &[u32], inputs: &[HostBuf]) -> &'static Stage {
+        let visible: Vec<HostBuf> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| if self.current.reads.contains(&i) { b.clone() } else { HostBuf::empty(b.elem()) })
+            .collect();
+        (self.current.choose)(dims, &visible)
+    }
+
+    /// The stage a call of `name` runs: that stage, or for `current` the
+    /// one it picks for these inputs.
+    pub fn pick(&self, name: &str, dims: &[u32], inputs: &[HostBuf]) -> Result<Picked, String> {
+        if name == CURRENT {
+            Ok(Picked { stage: self.dispatch(dims, inputs), by_current: true })
+        } else {
+            Ok(Picked { stage: self.stage(name)?, by_current: false })
+        }
+    }
+
+    /// The generator called `name` (`None`: the default).
+    pub fn generator(&self, name: Option<&str>) -> Result<&'static Generator, String> {
+        match name {
+            None | Some("") => Ok(&self.generators[0]),
+            Some(n) => self.generators.iter().find(|g| g.name == n).ok_or_else(|| {
+                let names: Vec<_> = self.generators.iter().map(|g| g.name).collect();
+                format!("{} has no generator `{n}`; its generators are {}", self.name, names.join(", "))
+            }),
+        }
+    }
+
+    /// Inputs from the default generator.
+    pub fn generate(&self, dims: &[u32], seed: u64) -> Vec<HostBuf> {
+        (self.generators[0].generate)(dims, seed)
+    }
+
+    /// `4096x768`, or `4096x64x65536 power-law` for a generator other than
+    /// the op's default.
+    pub fn workload_label(&self, dims: &[u32], generator: &str) -> String {
+        if generator.is_empty() || generator == self.generators[0].name {
+            Op::dims_label(dims)
+        } else {
+            format!("{} {generator}", Op::dims_label(dims))
+        }
+    }
+
+    /// The value of a named constant of the op's definition.
+    pub fn constant(&self, name: &str) -> Option<f64> {
+        self.constants.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }
 
     /// `4096x768` style.
@@ -229,11 +463,11 @@ impl Op {
                 return Err(format!("{} dim `{name}` is {d}; it must be at least {min}", self.name));
             }
         }
-        let mut lens = (self.input_lens)(dims);
-        lens.push(self.output_len(dims));
-        for (i, n) in lens.iter().enumerate() {
-            if *n as u64 > u32::MAX as u64 / 4 || *n as u64 > (1u64 << 30) {
-                let what = self.inputs.get(i).map_or("output", |b| b.role);
+        let shapes = self.inputs.iter().map(|i| (i.role, i.shape)).chain(std::iter::once(("output", self.output)));
+        for (what, shape) in shapes {
+            // In u128: a product of u32 dims cannot wrap there.
+            let n: u128 = shape.iter().map(|e| e.of(dims) as u128).product();
+            if n > (1u128 << 30) {
                 return Err(format!("dims {} overflow: the {what} would hold {n} elements (at most 2^30)", Op::dims_label(dims)));
             }
         }
@@ -243,7 +477,7 @@ impl Op {
     /// Checks that `inputs` fit `dims`: counts, element types, contents.
     pub fn check_inputs(&self, dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
         self.check_dims(dims)?;
-        let lens = (self.input_lens)(dims);
+        let lens = self.input_lens(dims);
         if inputs.len() != self.inputs.len() {
             return Err(format!("{} takes {} inputs, got {}", self.name, self.inputs.len(), inputs.len()));
         }
@@ -309,7 +543,7 @@ pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> R
 /// reference under its tolerance; the error names the worst element.
 pub fn check_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
     let out = emulate_plan(op, plan, dims, inputs)?;
-    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), (op.tolerance)(dims));
+    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), (op.tolerance)(dims, inputs));
     if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(dims)) }
 }
 
@@ -336,4 +570,11 @@ pub fn fit_last_dim(stage: &Stage, dims: &[u32], max: u32) -> Option<Vec<u32>> {
         }
     }
     None
+}
+
+/// [`check_stage`] for the stage `current` picks for these inputs.
+pub fn check_current(op: &Op, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
+    op.check_inputs(dims, inputs)?;
+    let stage = op.dispatch(dims, inputs);
+    check_stage(op, stage, dims, inputs).map_err(|e| format!("{CURRENT} → {e}"))
 }

@@ -1,31 +1,44 @@
 //! `cargo xtask compare`: Mage's stages beside PyTorch, torch.compile,
 //! cuSPARSE and Triton, in one session on one GPU, on the same bytes.
 //!
-//! This side prepares a work directory (a fixture case per op, the PTX of
-//! every package, the launch plans of every stage, a manifest) and runs the
-//! Python harness (`python/mage_compare`), which loads the PTX beside the
-//! Python implementations, checks and times them all, and writes
-//! `comparison.json`. The evidence lands in `results/<namespace>/`:
-//! `comparison.json`, `comparison.md` and `manifest.json`, written
-//! atomically; an existing namespace is kept unless `--force`.
+//! This side prepares a work directory (a fixture case per workload and a
+//! manifest naming, for each, the stages to run and the pairs to judge) and
+//! runs the Python harness (`python/mage_compare`). The harness launches
+//! Mage's stages through the Python module `mage` (the same Rust launch
+//! path as `run` and `sweep`), beside the Python implementations, checks
+//! and times them all, and writes `comparison.json`. The evidence lands in
+//! `results/<namespace>/`: `comparison.json`, `comparison.md` and
+//! `manifest.json`, written atomically; an existing namespace is kept
+//! unless `--force`.
 
 use crate::ops;
-use mage_common::fixtures::{self, CaseSpec, sha256_hex, write_atomic};
-use mage_common::op::{Arg, Op, Plan};
+use mage_common::fixtures::{self, CaseSpec, write_atomic};
+use mage_common::op::{CURRENT, Op};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompareArgs {
-    /// Operations to compare (all if none).
+    /// Operations to compare (all if none), each at its default dims.
     pub ops: Vec<String>,
     /// The evidence's name: results/<NAME>/.
     #[arg(long)]
     pub namespace: String,
-    /// `hot` (same buffers every call), `cold` (L2 evicted before each span sample) or `both`.
+    /// Also these workloads, `OP:DIMS[:GENERATOR]` (`triangle:256,64`,
+    /// `neighbor:4096,64,65536:power-law`); repeatable.
+    #[arg(long = "at")]
+    pub at: Vec<String>,
+    /// Also every workload of each chosen op's sweep list.
+    #[arg(long)]
+    pub sweep: bool,
+    /// `hot` (same buffers every call), `cold` (L2 evicted before each call) or `both`.
     #[arg(long, default_value = "both")]
     pub mode: String,
+    /// Also judge pairs on event spans (labelled "launch path"; never a
+    /// kernel verdict).
+    #[arg(long)]
+    pub span_verdicts: bool,
     /// Overwrite an existing namespace.
     #[arg(long)]
     pub force: bool,
@@ -43,135 +56,143 @@ pub fn results_root() -> PathBuf {
     if root.join("Cargo.toml").exists() { root.join("results") } else { PathBuf::from("results") }
 }
 
-/// The Python package: beside the binary in a bundle, else in the checkout.
-fn python_dir() -> Result<PathBuf, String> {
+/// The directories Python needs on its path: the harness (`mage_compare`)
+/// and the extension (`mage.abi3.so`). In a bundle both sit in `python/`
+/// beside the binary; in a checkout the extension is built first.
+pub fn python_path() -> Result<Vec<PathBuf>, String> {
     let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("python")));
-    let candidates = beside.into_iter().chain([mage_common::tools::workspace_root().join("python")]);
-    candidates
-        .into_iter()
-        .find(|d| d.join("mage_compare").is_dir())
-        .ok_or_else(|| "python/mage_compare not found beside the binary or in the checkout".to_string())
-}
-
-fn arg_json(a: &Arg) -> Value {
-    match *a {
-        Arg::Input(i) => json!({ "input": i }),
-        Arg::Output => json!({ "output": true }),
-        Arg::Scratch(i) => json!({ "scratch": i }),
-        Arg::U32(v) => json!({ "u32": v }),
-        Arg::F32(v) => json!({ "f32": v }),
+    if let Some(dir) = beside.filter(|d| d.join("mage_compare").is_dir() && d.join(crate::ops::EXTENSION_FILE).is_file()) {
+        return Ok(vec![dir]);
     }
+    let root = mage_common::tools::workspace_root();
+    if !root.join("python/mage_compare").is_dir() {
+        return Err("python/mage_compare not found beside the binary or in the checkout".into());
+    }
+    let ext = crate::ops::build_extension(false)?;
+    Ok(vec![root.join("python"), ext.parent().expect("a file path").to_path_buf()])
 }
 
-/// A plan as the manifest carries it.
-pub fn plan_json(plan: &Plan) -> Value {
-    json!({
-        "scratch": plan.scratch,
-        "launches": plan.launches.iter().map(|l| json!({
-            "kernel": l.kernel.name,
-            "grid": [l.grid.x, l.grid.y, l.grid.z],
-            "block": [l.block.x, l.block.y, l.block.z],
-            "shared_bytes": l.shared_bytes,
-            "args": l.args.iter().map(arg_json).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
+/// One workload of the comparison.
+struct Workload {
+    op: &'static Op,
+    dims: Vec<u32>,
+    generator: &'static str,
+    /// Judge each stage against the one before it here (the op's default dims).
+    history: bool,
 }
 
-/// The manifest entry of one op: its case, its stages' plans, and which
-/// stage pairs get an A-B-B-A verdict (each stage against the one before).
-fn op_entry(op: &Op, work: &Path) -> Result<(Value, Vec<Value>), String> {
-    let dims = op.default_dims.to_vec();
-    let inputs = (op.generate)(&dims, fixtures::DEFAULT_SEED);
-    let case_rel = format!("cases/{}-{}", op.name, Op::dims_label(&dims));
+/// Parses `OP:DIMS[:GENERATOR]`.
+fn parse_at(text: &str) -> Result<Workload, String> {
+    let mut parts = text.splitn(3, ':');
+    let (op, dims) = (parts.next().unwrap_or(""), parts.next());
+    let op = ops::find(op)?;
+    let dims = dims.ok_or_else(|| format!("--at {text}: expected OP:DIMS[:GENERATOR], such as triangle:256,64"))?;
+    let dims = op.parse_dims(dims)?;
+    let generator = op.generator(parts.next())?.name;
+    Ok(Workload { op, dims, generator, history: false })
+}
+
+/// The manifest entry of one workload: its case (written under `work`),
+/// the stages that support it, and the pairs to judge: `current` against
+/// the best alternative always, and at the op's default dims each stage
+/// against the one before it.
+fn op_entry(w: &Workload, work: &Path) -> Result<Value, String> {
+    let op = w.op;
+    let generator = op.generator(Some(w.generator))?;
+    let inputs = (generator.generate)(&w.dims, fixtures::DEFAULT_SEED);
+    let label = op.workload_label(&w.dims, generator.name);
+    let case_rel = format!("cases/{}-{}", op.name, label.replace(' ', "-"));
     let spec = CaseSpec {
         op: op.name.into(),
-        dims: dims.clone(),
+        dims: w.dims.clone(),
         seed: fixtures::DEFAULT_SEED,
         warmup: 20,
         iterations: 100,
-        distribution: "normal(0, 0.25)".into(),
+        distribution: generator.summary.into(),
+        generator: if op.generators.len() > 1 { generator.name.into() } else { String::new() },
     };
     fixtures::write_case(&work.join(&case_rel), op, &spec, &inputs)?;
-    let stages: Vec<_> = op.stages.iter().filter(|s| (s.supports)(&dims)).collect();
-    let rust: Vec<Value> = stages
-        .iter()
-        .map(|s| {
-            json!({
-                "name": format!("rust {}", s.name),
-                "stage": s.name,
-                "ptx": format!("ptx/{}.ptx", op.package),
-                "plan": plan_json(&(s.plan)(&dims)),
-            })
-        })
-        .collect();
-    let history: Vec<&str> = stages.iter().map(|s| s.name).filter(|n| *n != "current").collect();
-    let pairs =
-        history.windows(2).map(|w| json!({ "op": op.name, "a": format!("rust {}", w[1]), "b": format!("rust {}", w[0]) })).collect();
-    let entry = json!({
+    let stages: Vec<&str> = op.stages.iter().filter(|s| (s.supports)(&w.dims)).map(|s| s.name).collect();
+    let mut pairs = vec![];
+    if w.history {
+        pairs.extend(stages.windows(2).map(|p| json!({ "a": format!("rust {}", p[1]), "b": format!("rust {}", p[0]) })));
+    }
+    Ok(json!({
         "op": op.name,
-        "dims": dims,
+        "dims": w.dims,
+        "generator": generator.name,
+        "label": label,
         "case_dir": case_rel,
-        "inputs": op.inputs.iter().zip((op.input_lens)(&dims)).map(|(i, n)| json!({
-            "file": format!("{}.bin", i.file), "role": i.role, "elem": i.elem, "len": n,
-        })).collect::<Vec<_>>(),
-        "output_len": op.output_len(&dims),
-        "output_shape": (op.output_shape)(&dims),
-        "tolerance": (op.tolerance)(&dims),
-        "rust": rust,
-    });
-    Ok((entry, pairs))
+        "stages": std::iter::once(CURRENT).chain(stages.iter().copied()).collect::<Vec<_>>(),
+        "current_picks": op.dispatch(&w.dims, &inputs).name,
+        "pairs": pairs,
+    }))
 }
 
 pub fn compare(a: &CompareArgs) -> Result<(), String> {
     if !["hot", "cold", "both"].contains(&a.mode.as_str()) {
         return Err(format!("--mode {} is not one of hot, cold, both", a.mode));
     }
-    let chosen: Vec<&Op> = if a.ops.is_empty() { ops::all() } else { a.ops.iter().map(|o| ops::find(o)).collect::<Result<_, _>>()? };
+    let chosen: Vec<&Op> =
+        if a.ops.is_empty() && a.at.is_empty() { ops::all() } else { a.ops.iter().map(|o| ops::find(o)).collect::<Result<_, _>>()? };
+    let mut workloads: Vec<Workload> =
+        chosen.iter().map(|op| Workload { op, dims: op.default_dims.to_vec(), generator: op.generators[0].name, history: true }).collect();
+    if a.sweep {
+        for op in &chosen {
+            for w in op.sweep {
+                workloads.push(Workload { op, dims: w.dims.to_vec(), generator: op.generator(Some(w.generator))?.name, history: false });
+            }
+        }
+    }
+    for at in &a.at {
+        workloads.push(parse_at(at)?);
+    }
+    let mut seen = vec![];
+    workloads.retain(|w| {
+        let key = (w.op.name, w.dims.clone(), w.generator);
+        let new = !seen.contains(&key);
+        seen.push(key);
+        new
+    });
     let out_dir = results_root().join(&a.namespace);
     if out_dir.join("comparison.json").exists() && !a.force {
         return Err(format!("{} already holds a comparison; pass --force to overwrite it", out_dir.display()));
     }
-    let python = python_dir()?;
+    let python_path = python_path()?;
     let _lock = crate::lock::GpuLock::acquire("compare")?;
     let work = std::env::temp_dir().join(format!("mage-compare-{}-{}", a.namespace, std::process::id()));
-    std::fs::create_dir_all(work.join("ptx")).map_err(|e| format!("{}: {e}", work.display()))?;
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let mut ptx_sha = serde_json::Map::new();
     for package in std::iter::once("mage-common").chain(chosen.iter().map(|o| o.package)) {
-        let ptx = ops::ptx(package)?;
-        write_atomic(&work.join(format!("ptx/{package}.ptx")), ptx.as_bytes())?;
-        ptx_sha.insert(package.into(), sha256_hex(ptx.as_bytes()).into());
+        ptx_sha.insert(package.into(), fixtures::sha256_hex(ops::ptx(package)?.as_bytes()).into());
     }
-    let (mut entries, mut pairs) = (vec![], vec![]);
-    for op in &chosen {
-        let (e, p) = op_entry(op, &work)?;
-        entries.push(e);
-        pairs.extend(p);
-    }
+    let entries = workloads.iter().map(|w| op_entry(w, &work)).collect::<Result<Vec<_>, _>>()?;
     let manifest = json!({
         "namespace": a.namespace,
         "mode": a.mode,
+        "span_verdicts": a.span_verdicts,
         "environment": {
-            "mage_commit": env!("MAGE_GIT_COMMIT"),
-            "toolchain": env!("MAGE_RUSTC_VERSION"),
+            "mage_commit": mage_runtime::BUILD_COMMIT,
+            "toolchain": mage_runtime::BUILD_RUSTC,
             "ptxas": mage_common::tools::PTXAS_VERSION,
             "ptx_sha256": ptx_sha,
         },
         "ops": entries,
-        "verdict_pairs": pairs,
     });
     let manifest_text = serde_json::to_string_pretty(&manifest).unwrap();
     write_atomic(&work.join("manifest.json"), manifest_text.as_bytes())?;
     let out_json = work.join("comparison.json");
+    let pythonpath = std::env::join_paths(&python_path).map_err(|e| e.to_string())?;
     let status = Command::new(&a.python)
         .args(["-m", "mage_compare"])
         .arg(&work)
         .arg("--out")
         .arg(&out_json)
         .args(a.quick.then_some("--quick"))
-        .env("PYTHONPATH", &python)
+        .env("PYTHONPATH", &pythonpath)
         .env("PYTHONUNBUFFERED", "1")
         .status()
-        .map_err(|e| format!("{}: {e} (see `cargo xtask doctor`, line `python3`)", a.python))?;
+        .map_err(|e| format!("{}: {e} (see `doctor`, line `python3`)", a.python))?;
     let text =
         std::fs::read_to_string(&out_json).map_err(|e| format!("{}: {e} (the Python harness exited {status})", out_json.display()))?;
     let evidence: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out_json.display()))?;
@@ -232,7 +253,7 @@ pub fn markdown(e: &Value) -> String {
     s += "kernel µs: sum of GPU kernel durations per call (PyTorch profiler, CUPTI), 100 calls, hot L2. span µs: median CUDA-event span \
           around one call, 300 samples in 3 rounds with rotating order [range of round medians]. b2b µs: 100 back-to-back calls / 100. \
           cold span µs: the same span with L2 evicted before each sample.\n\n";
-    s += "| op | dims | implementation | check | kernel µs | kernels/call | span µs [range] | b2b µs | cold span µs |\n|---|---|---|---|---|---|---|---|---|\n";
+    s += "| op | workload | implementation | check | kernel µs | kernels/call | span µs [range] | b2b µs | cold span µs |\n|---|---|---|---|---|---|---|---|---|\n";
     for r in e["results"].as_array().into_iter().flatten() {
         let ok = r["correct_before"]["passed"].as_bool() == Some(true) && r["correct_after"]["passed"].as_bool() == Some(true);
         let check = match r["error"].as_str() {
@@ -241,12 +262,11 @@ pub fn markdown(e: &Value) -> String {
             _ => "WRONG".into(),
         };
         let hot = &r["hot"];
-        let dims: Vec<String> = r["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
         s += &format!(
             "| {} | {} | {} | {} | {} | {} | {} [{}] | {} | {} |\n",
             r["op"].as_str().unwrap_or("?"),
-            dims.join("x"),
-            r["implementation"].as_str().unwrap_or("?"),
+            workload(r),
+            implementation(r),
             check,
             num(&hot["kernel_us"], 2),
             num(&hot["kernels_per_call"], 0),
@@ -256,24 +276,50 @@ pub fn markdown(e: &Value) -> String {
             num(&r["cold"]["span"]["median_us"], 2),
         );
     }
-    s += "\n## Verdicts (A-B-B-A rounds of event spans, per-round ratios of A over B)\n\n\
-          | op | mode | A | B | median ratio | spread | verdict |\n|---|---|---|---|---|---|---|\n";
+    s += "\n## Verdicts (A-B-B-A rounds, per-round ratios of A's median over B's)\n\n\
+          Instrument `kernel`: per-call GPU kernel time (CUPTI records through the PyTorch profiler, every kernel of a call summed); \
+          the only instrument that says which kernel is faster. `span (launch path)`: CUDA-event span around one call, launch path included.\n\n\
+          | op | workload | mode | instrument | A | B | median ratio | spread | verdict |\n|---|---|---|---|---|---|---|---|---|\n";
     for v in e["verdicts"].as_array().into_iter().flatten() {
         let b = v["b_implementation"].as_str().map(|i| format!("{} ({i})", v["b"].as_str().unwrap_or("?")));
+        let instrument = match v["instrument"].as_str() {
+            Some("span") => "span (launch path)",
+            Some(other) => other,
+            None => "?",
+        };
         s += &format!(
-            "| {} | {} | {} | {} | {} | {}–{} ({}) | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {}–{} ({}) | {} |\n",
             v["op"].as_str().unwrap_or("?"),
+            workload(v),
             v["mode"].as_str().unwrap_or("?"),
+            instrument,
             v["a"].as_str().unwrap_or("?"),
             b.unwrap_or_else(|| v["b"].as_str().unwrap_or("?").to_string()),
             num(&v["median_ratio"], 3),
             num(&v["spread"]["low"], 3),
             num(&v["spread"]["high"], 3),
             v["spread"]["kind"].as_str().unwrap_or("?"),
-            v["verdict"].as_str().unwrap_or("?"),
+            v["verdict"].as_str().unwrap_or(v["error"].as_str().map_or("?", |_| "not measured")),
         );
     }
     s
+}
+
+/// `4096x768`, or the label the evidence carries (`4096x64x65536 power-law`).
+fn workload(row: &Value) -> String {
+    match row["label"].as_str() {
+        Some(l) => l.to_string(),
+        None => row["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
+    }
+}
+
+/// `rust current → mage-007` where `current` picked a stage.
+fn implementation(row: &Value) -> String {
+    let name = row["implementation"].as_str().unwrap_or("?");
+    match row["info"]["stage_run"].as_str() {
+        Some(stage) if row["stage"].as_str() == Some(CURRENT) => format!("{name} → {stage}"),
+        _ => name.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -281,44 +327,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plans_serialise_with_every_argument_kind() {
-        let plan = (mage_layernorm::OP.current().plan)(&[4096, 768]);
-        let v = plan_json(&plan);
-        assert_eq!(v["launches"][0]["block"], json!([256, 1, 1]));
-        assert_eq!(v["launches"][0]["args"][3], json!({"output": true}));
-        assert_eq!(v["launches"][0]["args"][5], json!({"u32": 768}));
-    }
-
-    #[test]
-    fn every_op_entry_describes_its_output_and_case() {
+    fn every_op_entry_names_its_case_stages_and_pairs() {
         let work = std::env::temp_dir().join(format!("mage-compare-test-{}", std::process::id()));
         for op in ops::all() {
-            let (entry, pairs) = op_entry(op, &work).unwrap();
-            let shape: Vec<u64> = entry["output_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-            assert_eq!(shape.iter().product::<u64>(), entry["output_len"].as_u64().unwrap(), "{}", op.name);
-            assert!(work.join(entry["case_dir"].as_str().unwrap()).join("inputs.sha256.json").exists());
-            assert!(entry["rust"].as_array().unwrap().iter().any(|r| r["stage"] == "current"), "{}", op.name);
-            assert_eq!(pairs.len() + 2, entry["rust"].as_array().unwrap().len(), "{}: one verdict per step of the history", op.name);
+            let w = Workload { op, dims: op.default_dims.to_vec(), generator: op.generators[0].name, history: true };
+            let entry = op_entry(&w, &work).unwrap();
+            let case = work.join(entry["case_dir"].as_str().unwrap());
+            assert!(case.join("inputs.sha256.json").exists());
+            fixtures::read_case(&case, op).unwrap();
+            let stages = entry["stages"].as_array().unwrap();
+            assert_eq!(stages[0], "current", "{}", op.name);
+            assert_eq!(entry["pairs"].as_array().unwrap().len() + 2, stages.len(), "{}: one pair per step of the history", op.name);
         }
         let _ = std::fs::remove_dir_all(work);
     }
 
     #[test]
-    fn the_table_marks_wrong_and_flagged_evidence() {
+    fn workloads_parse_with_their_generator() {
+        let w = parse_at("neighbor:4096,64,65536:power-law").unwrap();
+        assert_eq!((w.op.name, w.dims.as_slice(), w.generator), ("neighbor", &[4096u32, 64, 65536][..], "power-law"));
+        assert_eq!(parse_at("triangle:256,64").unwrap().generator, "normal");
+        assert!(parse_at("triangle").err().unwrap().contains("OP:DIMS"));
+        assert!(parse_at("neighbor:4,4,4:zipf").err().unwrap().contains("no generator `zipf`"));
+    }
+
+    #[test]
+    fn the_table_marks_wrong_and_flagged_evidence_and_names_instruments() {
         let e = json!({
             "namespace": "t", "environment": {"gpu": "G"}, "control": {"start_us": 10.0, "end_us": 10.5, "drift": 0.05, "flagged": true},
             "results": [
-                {"op": "gelu", "dims": [2, 3], "implementation": "torch", "correct_before": {"passed": true, "max_abs_err": 1e-7},
+                {"op": "gelu", "dims": [2, 3], "label": "2x3", "implementation": "torch", "correct_before": {"passed": true, "max_abs_err": 1e-7},
                  "correct_after": {"passed": true}, "hot": {"kernel_us": 5.0, "kernels_per_call": 2.0, "span": {"median_us": 20.0, "range_us": 1.0}, "b2b_us": {"median": 15.0}}, "cold": null},
-                {"op": "gelu", "dims": [2, 3], "implementation": "rust current", "correct_before": {"passed": false}, "correct_after": {"passed": false}, "hot": null}
+                {"op": "gelu", "dims": [2, 3], "implementation": "rust current", "stage": "current", "info": {"stage_run": "mage-001"},
+                 "correct_before": {"passed": false}, "correct_after": {"passed": false}, "hot": null}
             ],
-            "verdicts": [{"op": "gelu", "mode": "hot", "a": "rust current", "b": "best alternative", "b_implementation": "torch", "median_ratio": 0.5,
-                          "spread": {"kind": "min-max", "low": 0.4, "high": 0.6}, "verdict": "FASTER"}]
+            "verdicts": [
+                {"op": "gelu", "dims": [2, 3], "mode": "hot", "instrument": "kernel", "a": "rust current", "b": "best alternative", "b_implementation": "torch",
+                 "median_ratio": 0.5, "spread": {"kind": "min-max", "low": 0.4, "high": 0.6}, "verdict": "FASTER"},
+                {"op": "gelu", "dims": [2, 3], "mode": "hot", "instrument": "span", "a": "rust current", "b": "best alternative", "b_implementation": "torch",
+                 "median_ratio": 1.5, "spread": {"kind": "min-max", "low": 1.4, "high": 1.6}, "verdict": "SLOWER"}
+            ]
         });
         let t = markdown(&e);
         assert!(t.contains("FLAGGED"), "{t}");
         assert!(t.contains("| gelu | 2x3 | torch | ok (1.0e-7) | 5.00 | 2 | 20.00 [1.00] | 15.00 | – |"), "{t}");
-        assert!(t.contains("| rust current | WRONG |"), "{t}");
-        assert!(t.contains("| gelu | hot | rust current | best alternative (torch) | 0.500 | 0.400–0.600 (min-max) | FASTER |"), "{t}");
+        assert!(t.contains("| rust current → mage-001 | WRONG |"), "{t}");
+        assert!(
+            t.contains("| gelu | 2x3 | hot | kernel | rust current | best alternative (torch) | 0.500 | 0.400–0.600 (min-max) | FASTER |"),
+            "{t}"
+        );
+        assert!(t.contains("| hot | span (launch path) | rust current |"), "{t}");
     }
 }

@@ -72,7 +72,7 @@ pub fn run() -> Result<(), String> {
         Ok(s) => line(Status::Ok, "PTX", format!("built in: {}", s.join(", "))),
         Err(e) => line(Status::Missing, "PTX", e),
     }
-    match crate::gpu::Gpu::open() {
+    match mage_runtime::gpu::Gpu::open() {
         Ok(gpu) => {
             let info = gpu.info();
             line(Status::Ok, "CUDA driver", format!("{} (PTX ISA up to {})", info.driver_version, ptx_isa(&info.driver_version)));

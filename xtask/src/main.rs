@@ -6,7 +6,7 @@
 
 mod compare;
 mod doctor;
-mod gpu;
+
 mod lock;
 mod ops;
 mod plot;
@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// Seed for generated inputs.
     #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
     pub seed: u64,
+    /// The op's generator for the inputs (neighbor: `uniform`, `power-law`);
+    /// its first if omitted.
+    #[arg(long = "gen")]
+    pub generator: Option<String>,
     /// Run on the CPU emulator: correctness only, no timings.
     #[arg(long)]
     pub emulate: bool,
@@ -63,6 +67,9 @@ pub struct SweepArgs {
     /// Extra shapes besides the op's sweep list (repeatable: `--dims 2048,1024`).
     #[arg(long)]
     pub dims: Vec<String>,
+    /// The generator for the extra `--dims` shapes (its first if omitted).
+    #[arg(long = "gen")]
+    pub generator: Option<String>,
     /// Only these stages (repeatable); every stage if omitted.
     #[arg(long)]
     pub stage: Vec<String>,
@@ -94,6 +101,9 @@ enum Cmd {
         dims: Option<String>,
         #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
         seed: u64,
+        /// The op's generator (neighbor: `uniform`, `power-law`); its first if omitted.
+        #[arg(long = "gen")]
+        generator: Option<String>,
         /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
         #[arg(long, allow_negative_numbers = true)]
         constant: Option<f32>,
@@ -129,6 +139,9 @@ enum Cmd {
         stage: String,
         #[arg(long)]
         dims: Option<String>,
+        /// The op's generator (neighbor: `uniform`, `power-law`).
+        #[arg(long = "gen")]
+        generator: Option<String>,
         /// Take a Nsight Systems capture instead (where `nsys` exists).
         #[arg(long)]
         systems: bool,
@@ -149,14 +162,18 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Doctor => doctor::run(),
         Cmd::Ptx { packages } => ops::build_all(&packages),
-        Cmd::Fixtures { op, dims, seed, constant, out } => runner::fixtures(&op, dims.as_deref(), seed, constant, out),
+        Cmd::Fixtures { op, dims, seed, generator, constant, out } => {
+            runner::fixtures(&op, dims.as_deref(), generator.as_deref(), seed, constant, out)
+        }
         Cmd::Run(args) => runner::run(&args),
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => ops::bundle(&out),
         Cmd::GpuCheck { json } => runner::gpu_check(json),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),
-        Cmd::Nsight { op, stage, dims, systems, out } => profile::nsight(&op, &stage, dims.as_deref(), systems, &out),
+        Cmd::Nsight { op, stage, dims, generator, systems, out } => {
+            profile::nsight(&op, &stage, dims.as_deref(), generator.as_deref(), systems, &out)
+        }
         Cmd::Sanitize { op, stage } => profile::sanitize(&op, stage.as_deref()),
     };
     match result {

@@ -3,47 +3,47 @@
 //! inputs, and the largest relative difference must stay within the bound
 //! `mage_common::numeric` states.
 
-use crate::gpu::Gpu;
 use mage_common::Kernel;
 use mage_common::fixtures::Rng;
 use mage_common::kernel::Dim3;
 use mage_common::numeric::{EX2_APPROX_REL, RSQRT_APPROX_REL, TANH_APPROX_REL, Tolerance};
-use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Plan};
+use mage_common::op::Extent::Dim;
+use mage_common::op::{Arg, Dispatcher, Elem, HostBuf, Input, Launch, Op, Plan};
 use mage_common::probes;
+use mage_runtime::gpu::Gpu;
 
 const N: u32 = 1 << 16;
 
-fn x_only() -> Vec<usize> {
-    vec![N as usize]
+/// An op of `n` elements whose inputs are made here, not by a generator;
+/// probes launch by plan, not by stage.
+const fn probe_op(inputs: &'static [Input]) -> Op {
+    Op {
+        name: "probe",
+        package: "mage-common",
+        dim_names: &["n"],
+        min_dims: &[1],
+        default_dims: &[N],
+        sweep: &[],
+        inputs,
+        output: &[Dim(0)],
+        constants: &[],
+        check_inputs: |_, _| Ok(()),
+        generators: &[],
+        reference: |_, _| vec![],
+        tolerance: |_, _| Tolerance::new(0.0, 0.0),
+        cost: |_| (0, 0),
+        stages: &[],
+        current: Dispatcher { summary: "none: probes launch by plan", reads: &[], choose: |_, _| unreachable!("probes have no stages") },
+    }
 }
 
-static UNARY: Op = Op {
-    name: "probe",
-    package: "mage-common",
-    dim_names: &["n"],
-    min_dims: &[1],
-    default_dims: &[N],
-    sweep_dims: &[],
-    inputs: &[Input { file: "a", role: "x", elem: Elem::F32 }],
-    input_lens: |_| x_only(),
-    output_shape: |_| vec![N as usize],
-    check_inputs: |_, _| Ok(()),
-    generate: |_, _| vec![],
-    reference: |_, _| vec![],
-    tolerance: |_| Tolerance::new(0.0, 0.0),
-    cost: |_| (0, 0),
-    stages: &[],
-};
+static UNARY: Op = probe_op(&[Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0)] }]);
 
-static TERNARY: Op = Op {
-    inputs: &[
-        Input { file: "a", role: "a", elem: Elem::F32 },
-        Input { file: "b", role: "b", elem: Elem::F32 },
-        Input { file: "c", role: "c", elem: Elem::F32 },
-    ],
-    input_lens: |_| vec![N as usize; 3],
-    ..UNARY
-};
+static TERNARY: Op = probe_op(&[
+    Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0)] },
+    Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(0)] },
+    Input { file: "c", role: "c", elem: Elem::F32, shape: &[Dim(0)] },
+]);
 
 pub struct Probe {
     pub name: &'static str,
@@ -122,15 +122,23 @@ impl Probe {
     }
 }
 
-/// Small shapes on which every stage is compared with the emulator.
-pub fn differential_shapes(op: &Op) -> Vec<Vec<u32>> {
+/// Small shapes (with the generator of their inputs) on which every stage
+/// is compared with the emulator.
+pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
+    let normal = |shapes: &[&[u32]]| shapes.iter().map(|d| (d.to_vec(), mage_common::op::DEFAULT_GENERATOR)).collect();
     match op.name {
-        "layernorm" => vec![vec![33, 768], vec![7, 1000], vec![5, 4096], vec![3, 257], vec![9, 128]],
-        "matmul" => vec![vec![17, 19, 23], vec![1, 1, 1], vec![130, 70, 200], vec![256, 256, 256], vec![100, 64, 96]],
-        "gelu" => vec![vec![3, 257], vec![64, 768], vec![7, 1001]],
-        "triangle" => vec![vec![7, 5], vec![33, 12], vec![64, 32]],
-        "neighbor" => vec![vec![7, 9, 23, 0], vec![7, 9, 0, 0], vec![1, 5, 9, 0], vec![512, 64, 8192, 1200], vec![1024, 33, 4096, 0]],
-        _ => vec![op.default_dims.to_vec()],
+        "layernorm" => normal(&[&[33, 768], &[7, 1000], &[5, 4096], &[3, 257], &[9, 128]]),
+        "matmul" => normal(&[&[17, 19, 23], &[1, 1, 1], &[130, 70, 200], &[256, 256, 256], &[100, 64, 96]]),
+        "gelu" => normal(&[&[3, 257], &[64, 768], &[7, 1001]]),
+        "triangle" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
+        "neighbor" => vec![
+            (vec![7, 9, 23], "uniform"),
+            (vec![7, 9, 0], "uniform"),
+            (vec![1, 5, 9], "uniform"),
+            (vec![512, 64, 8192], "power-law"),
+            (vec![1024, 33, 4096], "uniform"),
+        ],
+        _ => vec![(op.default_dims.to_vec(), mage_common::op::DEFAULT_GENERATOR)],
     }
 }
 

@@ -18,7 +18,7 @@ fn tool(name: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn self_run(op: &str, stage: &str, dims: &[u32]) -> Vec<String> {
+fn self_run(op: &str, stage: &str, dims: &[u32], generator: &str) -> Vec<String> {
     let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mage".into());
     vec![
         exe,
@@ -28,6 +28,8 @@ fn self_run(op: &str, stage: &str, dims: &[u32]) -> Vec<String> {
         stage.into(),
         "--dims".into(),
         Op::dims_label(dims).replace('x', ","),
+        "--gen".into(),
+        generator.into(),
         "--no-timing".into(),
     ]
 }
@@ -46,22 +48,30 @@ const METRICS: &[(&str, &str)] = &[
 ];
 
 /// `cargo xtask nsight <op> [--stage S] [--dims D]`.
-pub fn nsight(op_name: &str, stage: &str, dims: Option<&str>, systems: bool, out_dir: &Path) -> Result<(), String> {
+pub fn nsight(
+    op_name: &str,
+    stage: &str,
+    dims: Option<&str>,
+    generator: Option<&str>,
+    systems: bool,
+    out_dir: &Path,
+) -> Result<(), String> {
     let op = ops::find(op_name)?;
-    let stage = op.stage(stage)?;
+    op.check_stage_name(stage)?;
+    let generator = op.generator(generator)?.name;
     let dims = match dims {
         Some(d) => op.parse_dims(d)?,
         None => op.default_dims.to_vec(),
     };
     let _lock = crate::lock::GpuLock::acquire("nsight")?;
     std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-    let base = out_dir.join(format!("{}-{}-{}", op.name, stage.name, Op::dims_label(&dims)));
+    let base = out_dir.join(format!("{}-{stage}-{}", op.name, op.workload_label(&dims, generator).replace(' ', "-")));
     if systems {
         let nsys = tool("nsys")?;
         let status = Command::new(nsys)
             .args(["profile", "--force-overwrite", "true", "-o"])
             .arg(&base)
-            .args(self_run(op.name, stage.name, &dims))
+            .args(self_run(op.name, stage, &dims, generator))
             .status()
             .map_err(|e| e.to_string())?;
         return if status.success() { Ok(println!("{}.nsys-rep", base.display())) } else { Err(format!("nsys failed ({status})")) };
@@ -73,7 +83,7 @@ pub fn nsight(op_name: &str, stage: &str, dims: Option<&str>, systems: bool, out
         .args(["--clock-control", "none", "--force-overwrite", "--section", "WarpStateStats", "--section", "SpeedOfLight"])
         .args(["--metrics", &metrics.join(","), "-o"])
         .arg(&base)
-        .args(self_run(op.name, stage.name, &dims))
+        .args(self_run(op.name, stage, &dims, generator))
         .status()
         .map_err(|e| format!("ncu: {e}"))?;
     if !status.success() {
@@ -81,7 +91,7 @@ pub fn nsight(op_name: &str, stage: &str, dims: Option<&str>, systems: bool, out
     }
     let csv = Command::new(&ncu).args(["--import"]).arg(&rep).args(["--page", "raw", "--csv"]).output().map_err(|e| e.to_string())?;
     let summary = summarise(&String::from_utf8_lossy(&csv.stdout));
-    let json = serde_json::json!({"op": op.name, "stage": stage.name, "dims": dims, "report": rep.file_name().map(|f| f.to_string_lossy().to_string()), "kernels": summary});
+    let json = serde_json::json!({"op": op.name, "stage": stage, "dims": dims, "report": rep.file_name().map(|f| f.to_string_lossy().to_string()), "kernels": summary});
     write_atomic(&base.with_extension("json"), serde_json::to_string_pretty(&json).unwrap().as_bytes())?;
     for k in json["kernels"].as_array().into_iter().flatten() {
         println!("{}", k["kernel"].as_str().unwrap_or("?"));
@@ -170,17 +180,18 @@ pub fn sanitize(op_name: &str, stage: Option<&str>) -> Result<(), String> {
     };
     let sanitizer = tool("compute-sanitizer")?;
     let _lock = crate::lock::GpuLock::acquire("sanitize")?;
-    let small = crate::probes::differential_shapes(op).into_iter().next().unwrap_or_else(|| op.default_dims.to_vec());
+    let small = crate::probes::differential_shapes(op).into_iter().next();
+    let default = (op.default_dims.to_vec(), op.generators[0].name);
     let mut failures = vec![];
     for stage in stages {
-        for dims in [small.clone(), op.default_dims.to_vec()] {
+        for (dims, generator) in small.iter().cloned().chain([default.clone()]) {
             if !(stage.supports)(&dims) {
                 continue;
             }
             for check in ["memcheck", "racecheck", "synccheck", "initcheck"] {
                 let out = Command::new(&sanitizer)
                     .args(["--tool", check, "--error-exitcode", "97"])
-                    .args(self_run(op.name, stage.name, &dims))
+                    .args(self_run(op.name, stage.name, &dims, generator))
                     .output()
                     .map_err(|e| format!("compute-sanitizer: {e}"))?;
                 let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);

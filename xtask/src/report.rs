@@ -1,19 +1,22 @@
 //! Reports of runs and sweeps: serde for `--json` and `results/`, and
 //! plain tables for people.
 
-use crate::gpu::{DeviceInfo, Timing};
 use mage_common::numeric::Comparison;
+use mage_runtime::gpu::{DeviceInfo, Timing};
 use serde::Serialize;
 
 /// One stage run on one shape.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
     pub op: String,
+    /// The stage that ran.
     pub stage: String,
-    /// For `current`: the stage it dispatched to.
-    pub dispatched_to: Option<String>,
+    /// Whether `current` picked it.
+    pub by_current: bool,
     pub dims: Vec<u32>,
-    /// `generated, seed N` or `case DIR`.
+    /// The generator of the inputs (`normal`, `uniform`, `power-law`).
+    pub generator: String,
+    /// `generated (normal), seed N` or `case DIR`.
     pub inputs: String,
     /// `gpu` or `emulator`.
     pub machine: String,
@@ -39,11 +42,23 @@ pub struct SweepReport {
     pub op: String,
     pub machine: String,
     pub device: Option<DeviceInfo>,
-    pub clocks_start: Option<crate::gpu::Clocks>,
-    pub clocks_end: Option<crate::gpu::Clocks>,
+    pub clocks_start: Option<mage_runtime::gpu::Clocks>,
+    pub clocks_end: Option<mage_runtime::gpu::Clocks>,
     pub ptx_sha256: String,
+    /// The commit the binary was built from.
+    pub commit: String,
     pub instruments: Instruments,
+    /// The stage `current` picks at each workload (its time is that stage's row).
+    pub current: Vec<CurrentPick>,
     pub runs: Vec<RunReport>,
+}
+
+/// What `current` picks for one workload of a sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurrentPick {
+    pub dims: Vec<u32>,
+    pub generator: String,
+    pub stage: String,
 }
 
 /// What each number in a timing was measured with.
@@ -87,10 +102,7 @@ pub fn runs_table(runs: &[RunReport]) -> String {
         .iter()
         .map(|r| {
             let t = r.timing.as_ref();
-            let stage = match &r.dispatched_to {
-                Some(s) => format!("{} ({s})", r.stage),
-                None => r.stage.clone(),
-            };
+            let stage = if r.by_current { format!("current → {}", r.stage) } else { r.stage.clone() };
             vec![
                 mage_common::op::Op::dims_label(&r.dims),
                 stage,

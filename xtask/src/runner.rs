@@ -1,12 +1,12 @@
 //! `run`, `sweep`, `fixtures` and `gpu-check`.
 
-use crate::gpu::{Gpu, TimingConfig};
-use crate::report::{INSTRUMENTS, RunReport, SweepReport, runs_table};
+use crate::report::{CurrentPick, INSTRUMENTS, RunReport, SweepReport, runs_table};
 use crate::{RunArgs, SweepArgs, ops};
 use indicatif::{ProgressBar, ProgressStyle};
 use mage_common::fixtures::{self, CaseSpec, write_atomic};
-use mage_common::numeric::compare;
-use mage_common::op::{self, HostBuf, Op, Stage};
+use mage_common::numeric::{Tolerance, compare};
+use mage_common::op::{self, CURRENT, HostBuf, Op, Picked, Stage};
+use mage_runtime::gpu::{Gpu, TimingConfig};
 use std::path::PathBuf;
 
 /// The GPU with every op's PTX loaded.
@@ -19,41 +19,33 @@ pub fn open_gpu() -> Result<Gpu, String> {
     Ok(gpu)
 }
 
-/// For `current`, the stage its plan dispatches to: the one whose plan
-/// launches the same kernels in the same order.
-fn dispatched_to(op: &Op, stage: &Stage, dims: &[u32]) -> Option<String> {
-    if stage.name != "current" {
-        return None;
-    }
-    let kernels = |s: &Stage| (s.plan)(dims).launches.iter().map(|l| l.kernel.name).collect::<Vec<_>>();
-    let target = kernels(stage);
-    op.stages.iter().find(|s| s.name != "current" && (s.supports)(dims) && kernels(s) == target).map(|s| s.name.to_string())
-}
-
 /// Checks, then (on a GPU) times, then checks again.
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     gpu: Option<&Gpu>,
     op: &Op,
-    stage: &Stage,
+    picked: Picked,
     dims: &[u32],
+    generator: &str,
     inputs: &[HostBuf],
     source: &str,
     reference: &[f64],
+    tol: Tolerance,
     timing: bool,
 ) -> Result<(RunReport, Vec<f32>), String> {
+    let stage = picked.stage;
     op.check_inputs(dims, inputs)?;
     if !(stage.supports)(dims) {
         return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
     }
-    let tol = (op.tolerance)(dims);
     let plan = (stage.plan)(dims);
     let (min_bytes, _) = (op.cost)(dims);
     let mut report = RunReport {
         op: op.name.into(),
         stage: stage.name.into(),
-        dispatched_to: dispatched_to(op, stage, dims),
+        by_current: picked.by_current,
         dims: dims.to_vec(),
+        generator: generator.into(),
         inputs: source.into(),
         machine: if gpu.is_some() { "gpu".into() } else { "emulator".into() },
         check: compare(&[], &[], tol),
@@ -95,8 +87,9 @@ fn dims_or_default(op: &Op, dims: Option<&str>) -> Result<Vec<u32>, String> {
 /// `cargo xtask run`.
 pub fn run(a: &RunArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
-    let stage = op.stage(a.stage.as_deref().unwrap_or("current"))?;
-    let (dims, inputs, source) = match &a.case {
+    let stage_name = a.stage.as_deref().unwrap_or(CURRENT);
+    op.check_stage_name(stage_name)?;
+    let (dims, generator, inputs, source) = match &a.case {
         Some(dir) => {
             let case = fixtures::read_case(dir, op)?;
             if let Some(d) = &a.dims {
@@ -104,18 +97,23 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
                     return Err(format!("--dims {d} disagrees with case {} ({})", dir.display(), Op::dims_label(&case.spec.dims)));
                 }
             }
-            (case.spec.dims.clone(), case.inputs, format!("case {}", dir.display()))
+            let generator = op.generator(Some(&case.spec.generator))?.name;
+            (case.spec.dims.clone(), generator, case.inputs, format!("case {}", dir.display()))
         }
         None => {
             let dims = dims_or_default(op, a.dims.as_deref())?;
-            let inputs = (op.generate)(&dims, a.seed);
-            (dims, inputs, format!("generated, seed {}", a.seed))
+            let generator = op.generator(a.generator.as_deref())?;
+            let inputs = (generator.generate)(&dims, a.seed);
+            (dims, generator.name, inputs, format!("generated ({}), seed {}", generator.name, a.seed))
         }
     };
+    op.check_inputs(&dims, &inputs)?;
+    let picked = op.pick(stage_name, &dims, &inputs)?;
     let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("run")?) };
     let gpu = if a.emulate { None } else { Some(open_gpu()?) };
     let reference = (op.reference)(&dims, &inputs);
-    let (report, out) = run_one(gpu.as_ref(), op, stage, &dims, &inputs, &source, &reference, !a.no_timing)?;
+    let tol = (op.tolerance)(&dims, &inputs);
+    let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator, &inputs, &source, &reference, tol, !a.no_timing)?;
     if let Some(path) = &a.out {
         fixtures::write_f32(path, &out)?;
     }
@@ -129,17 +127,22 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             println!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
         }
     }
-    if report.correct() { Ok(()) } else { Err(format!("{} {} is wrong: {}", op.name, stage.name, report.check.summary(&dims))) }
+    if report.correct() { Ok(()) } else { Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&dims))) }
 }
 
 /// `cargo xtask sweep`.
 pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
-    let mut shapes: Vec<Vec<u32>> = op.sweep_dims.iter().map(|d| d.to_vec()).collect();
+    let mut workloads: Vec<(Vec<u32>, &'static str)> = op
+        .sweep
+        .iter()
+        .map(|w| (w.dims.to_vec(), op.generator(Some(w.generator)).map(|g| g.name)))
+        .map(|(d, g)| g.map(|g| (d, g)))
+        .collect::<Result<_, _>>()?;
     for d in &a.dims {
-        let d = op.parse_dims(d)?;
-        if !shapes.contains(&d) {
-            shapes.push(d);
+        let d = (op.parse_dims(d)?, op.generator(a.generator.as_deref())?.name);
+        if !workloads.contains(&d) {
+            workloads.push(d);
         }
     }
     let stages: Vec<&Stage> =
@@ -147,22 +150,27 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("sweep")?) };
     let gpu = if a.emulate { None } else { Some(open_gpu()?) };
     let clocks_start = gpu.as_ref().map(|g| g.clocks());
-    let work: Vec<(&Vec<u32>, &Stage)> =
-        shapes.iter().flat_map(|d| stages.iter().filter(|s| (s.supports)(d)).map(move |s| (d, *s))).collect();
+    let work: Vec<(&(Vec<u32>, &str), &Stage)> =
+        workloads.iter().flat_map(|w| stages.iter().filter(|s| (s.supports)(&w.0)).map(move |s| (w, *s))).collect();
     let bar = ProgressBar::new(work.len() as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").unwrap());
     let mut runs = vec![];
-    let mut inputs_for: Option<(Vec<u32>, Vec<HostBuf>, Vec<f64>)> = None;
-    for (dims, stage) in work {
-        bar.set_message(format!("{} {}", Op::dims_label(dims), stage.name));
-        if inputs_for.as_ref().is_none_or(|(d, _, _)| d != dims) {
-            let inputs = (op.generate)(dims, fixtures::DEFAULT_SEED);
+    let mut current = vec![];
+    let mut inputs_for: Option<((Vec<u32>, &str), Vec<HostBuf>, Vec<f64>, Tolerance)> = None;
+    for (workload, stage) in work {
+        let (dims, generator) = (&workload.0, workload.1);
+        bar.set_message(format!("{} {}", op.workload_label(dims, generator), stage.name));
+        if inputs_for.as_ref().is_none_or(|(w, ..)| w != workload) {
+            let inputs = (op.generator(Some(generator))?.generate)(dims, fixtures::DEFAULT_SEED);
             let reference = (op.reference)(dims, &inputs);
-            inputs_for = Some((dims.clone(), inputs, reference));
+            let tol = (op.tolerance)(dims, &inputs);
+            current.push(CurrentPick { dims: dims.clone(), generator: generator.into(), stage: op.dispatch(dims, &inputs).name.into() });
+            inputs_for = Some((workload.clone(), inputs, reference, tol));
         }
-        let (_, inputs, reference) = inputs_for.as_ref().unwrap();
-        let source = format!("generated, seed {}", fixtures::DEFAULT_SEED);
-        let (report, _) = run_one(gpu.as_ref(), op, stage, dims, inputs, &source, reference, true)?;
+        let (_, inputs, reference, tol) = inputs_for.as_ref().unwrap();
+        let source = format!("generated ({generator}), seed {}", fixtures::DEFAULT_SEED);
+        let picked = Picked { stage, by_current: false };
+        let (report, _) = run_one(gpu.as_ref(), op, picked, dims, generator, inputs, &source, reference, *tol, true)?;
         runs.push(report);
         bar.inc(1);
     }
@@ -174,7 +182,9 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         clocks_start,
         clocks_end: gpu.as_ref().map(|g| g.clocks()),
         ptx_sha256: fixtures::sha256_hex(ops::ptx(op.package).unwrap_or_default().as_bytes()),
+        commit: mage_runtime::BUILD_COMMIT.into(),
         instruments: INSTRUMENTS,
+        current,
         runs,
     };
     let json = serde_json::to_string_pretty(&report).unwrap();
@@ -195,6 +205,9 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
             println!("{} ({} SMs), driver {}", d.name, d.sm_count, d.driver_version);
         }
         println!("{}", runs_table(&report.runs));
+        for c in &report.current {
+            println!("{CURRENT} at {}: {}", op.workload_label(&c.dims, &c.generator), c.stage);
+        }
         if gpu.is_some() {
             println!("\nkernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
         }
@@ -206,24 +219,42 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
 }
 
 /// `cargo xtask fixtures`.
-pub fn fixtures(name: &str, dims: Option<&str>, seed: u64, constant: Option<f32>, out: Option<PathBuf>) -> Result<(), String> {
+pub fn fixtures(
+    name: &str,
+    dims: Option<&str>,
+    generator: Option<&str>,
+    seed: u64,
+    constant: Option<f32>,
+    out: Option<PathBuf>,
+) -> Result<(), String> {
     let op = ops::find(name)?;
     let dims = dims_or_default(op, dims)?;
-    let mut inputs = (op.generate)(&dims, seed);
+    let generator = op.generator(generator)?;
+    let mut inputs = (generator.generate)(&dims, seed);
     let distribution = match constant {
         Some(c) => {
             if let Some(HostBuf::F32(v)) = inputs.first_mut() {
                 v.fill(c);
             }
-            format!("{} constant {c}, the rest normal(0, 0.25)", op.inputs[0].role)
+            format!("{} constant {c}; otherwise {}", op.inputs[0].role, generator.summary)
         }
-        None => "normal(0, 0.25)".to_string(),
+        None => generator.summary.to_string(),
     };
     let dir = out.unwrap_or_else(|| {
         let suffix = if constant.is_some() { "-constant" } else { "" };
-        mage_common::tools::workspace_root().join("fixtures").join(format!("{}-{}{suffix}", op.name, Op::dims_label(&dims)))
+        let label = op.workload_label(&dims, generator.name).replace(' ', "-");
+        mage_common::tools::workspace_root().join("fixtures").join(format!("{}-{label}{suffix}", op.name))
     });
-    let spec = CaseSpec { op: op.name.into(), dims, seed, warmup: 20, iterations: 100, distribution };
+    let multi = op.generators.len() > 1;
+    let spec = CaseSpec {
+        op: op.name.into(),
+        dims,
+        seed,
+        warmup: 20,
+        iterations: 100,
+        distribution,
+        generator: if multi { generator.name.into() } else { String::new() },
+    };
     fixtures::write_case(&dir, op, &spec, &inputs)?;
     println!("{}", dir.display());
     Ok(())
@@ -254,11 +285,11 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
     }
     for op in ops::all() {
         for stage in op.stages {
-            for dims in crate::probes::differential_shapes(op) {
+            for (dims, generator) in crate::probes::differential_shapes(op) {
                 if !(stage.supports)(&dims) {
                     continue;
                 }
-                let inputs = (op.generate)(&dims, 12345);
+                let inputs = (op.generator(Some(generator))?.generate)(&dims, 12345);
                 let emu = op::emulate(op, stage, &dims, &inputs)?;
                 let dev_in = gpu.upload(&inputs)?;
                 let dev = gpu.run(op, &(stage.plan)(&dims), &dims, &dev_in)?;

@@ -44,7 +44,8 @@ mod host {
     use super::*;
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::Tolerance;
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Op, Stage};
+    use mage_common::op::Extent::Dim;
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
 
     /// The kernel arguments every GELU kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
@@ -68,8 +69,8 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
     }
 
-    /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &current::STAGE];
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static OP: Op = Op {
         name: "gelu",
@@ -77,21 +78,31 @@ mod host {
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
         default_dims: &[4096, 768],
-        sweep_dims: &[&[4096, 768], &[8192, 768], &[4096, 3072], &[16384, 4096], &[1000, 1001]],
-        inputs: &[Input { file: "a", role: "x", elem: Elem::F32 }, Input { file: "b", role: "bias", elem: Elem::F32 }],
-        input_lens: |d| vec![d[0] as usize * d[1] as usize, d[1] as usize],
-        output_shape: |d| vec![d[0] as usize, d[1] as usize],
+        sweep: &[
+            Workload::new(&[4096, 768]),
+            Workload::new(&[8192, 768]),
+            Workload::new(&[4096, 3072]),
+            Workload::new(&[16384, 4096]),
+            Workload::new(&[1000, 1001]),
+        ],
+        inputs: &[
+            Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
+            Input { file: "b", role: "bias", elem: Elem::F32, shape: &[Dim(1)] },
+        ],
+        output: &[Dim(0), Dim(1)],
+        constants: &[("sqrt_2_over_pi", SQRT_2_OVER_PI), ("cubic", CUBIC)],
         check_inputs: |_, _| Ok(()),
-        generate,
+        generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         // Both stages are within about 1e-6·max(1, |z|) of the exact value
         // (see their docs); the allowance leaves room for nothing else.
-        tolerance: |_| Tolerance::new(1e-4, 1e-4),
+        tolerance: |_, _| Tolerance::new(1e-4, 1e-4),
         cost: |d| {
             let (r, w) = (d[0] as u64, d[1] as u64);
             // x in, y out, bias once; about ten operations per element.
             (4 * (2 * r * w + w), 10 * r * w)
         },
         stages: &STAGES,
+        current: current::DISPATCHER,
     };
 }

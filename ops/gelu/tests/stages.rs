@@ -6,7 +6,7 @@
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::{EX2_APPROX_REL, RSQRT_APPROX_REL, TANH_APPROX_REL};
-use mage_common::op::{HostBuf, Stage, check_stage, emulate, fit_last_dim};
+use mage_common::op::{HostBuf, Stage, check_current, check_stage, emulate, fit_last_dim};
 use mage_gelu::{OP, STAGES, current, gelu_f64, mage_001, mage_002};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
@@ -61,6 +61,7 @@ proptest! {
         for stage in STAGES {
             check(stage, rows, width, dist, seed).map_err(TestCaseError::fail)?;
         }
+        check_current(&OP, &[rows, width], &inputs(rows, width, dist, seed)).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -131,7 +132,7 @@ fn z_grid() -> impl Iterator<Item = f32> {
 
 /// Largest error of `f` against the f64 formula, in units of the op's allowance.
 fn worst_ratio(f: impl Fn(f32) -> f32) -> (f64, f32) {
-    let tol = (OP.tolerance)(&[1, 1]);
+    let tol = (OP.tolerance)(&[1, 1], &OP.generate(&[1, 1], 1));
     z_grid()
         .map(|z| {
             let want = gelu_f64(z as f64);

@@ -15,7 +15,7 @@
 //! rows the scalar mage-001, with many independent loads in flight per
 //! thread, beats the kernels that hold two quads per thread.
 
-use mage_common::op::{Plan, Stage};
+use mage_common::op::{Dispatcher, Stage};
 
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
@@ -31,9 +31,5 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     }
 }
 
-fn plan(d: &[u32]) -> Plan {
-    (choose(d).plan)(d)
-}
-
-pub static STAGE: Stage =
-    Stage { name: "current", summary: "dispatcher: the stage measured fastest for the shape", kernels: &[], supports: |_| true, plan };
+/// `current` for the registry: picks from the dims alone.
+pub const DISPATCHER: Dispatcher = Dispatcher { summary: "the stage measured fastest for the shape", reads: &[], choose: |d, _| choose(d) };

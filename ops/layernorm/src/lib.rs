@@ -41,7 +41,8 @@ mod host {
     use super::*;
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::Tolerance;
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Op, Stage};
+    use mage_common::op::Extent::Dim;
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
 
     /// The kernel arguments every LayerNorm kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
@@ -71,9 +72,9 @@ mod host {
         ]
     }
 
-    /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 7] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE, &current::STAGE];
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE];
 
     pub static OP: Op = Op {
         name: "layernorm",
@@ -81,22 +82,23 @@ mod host {
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
         default_dims: &[4096, 768],
-        sweep_dims: &[&[4096, 768], &[8192, 768], &[1024, 2048], &[4096, 4096]],
+        sweep: &[Workload::new(&[4096, 768]), Workload::new(&[8192, 768]), Workload::new(&[1024, 2048]), Workload::new(&[4096, 4096])],
         inputs: &[
-            Input { file: "a", role: "x", elem: Elem::F32 },
-            Input { file: "b", role: "gamma", elem: Elem::F32 },
-            Input { file: "c", role: "beta", elem: Elem::F32 },
+            Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
+            Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },
+            Input { file: "c", role: "beta", elem: Elem::F32, shape: &[Dim(1)] },
         ],
-        input_lens: |d| vec![d[0] as usize * d[1] as usize, d[1] as usize, d[1] as usize],
-        output_shape: |d| vec![d[0] as usize, d[1] as usize],
+        output: &[Dim(0), Dim(1)],
+        constants: &[("eps", EPS as f64)],
         check_inputs: |_, _| Ok(()),
-        generate,
+        generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
-        tolerance: |_| Tolerance::new(1e-4, 1e-4),
+        tolerance: |_, _| Tolerance::new(1e-4, 1e-4),
         cost: |d| {
             let (r, w) = (d[0] as u64, d[1] as u64);
             (4 * (2 * r * w + 2 * w), 8 * r * w)
         },
         stages: &STAGES,
+        current: current::DISPATCHER,
     };
 }

@@ -2,7 +2,7 @@
 //! reference: |out - ref| <= 1e-4 + 1e-4·|ref| on every element.
 
 use mage_common::fixtures::Rng;
-use mage_common::op::{HostBuf, Stage, check_plan, check_stage, fit_last_dim};
+use mage_common::op::{HostBuf, Stage, check_current, check_plan, check_stage, fit_last_dim};
 use mage_layernorm::{OP, STAGES, current, mage_003};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -67,6 +67,7 @@ proptest! {
         for stage in STAGES {
             check(stage, rows, width, dist, seed).map_err(TestCaseError::fail)?;
         }
+        check_current(&OP, &[rows, width], &inputs(rows, width, dist, seed)).map_err(TestCaseError::fail)?;
     }
 }
 

@@ -14,7 +14,7 @@
 //! and 64 and 72 tiles of 128x128 (the second of those with the scalar
 //! entries of both stages, n = 1037).
 
-use mage_common::op::{Plan, Stage};
+use mage_common::op::{Dispatcher, Stage};
 
 /// Below this many 64x64 output tiles, the 16x16 tiles of mage-001 fill the GPU better.
 pub const MIN_TILES_FOR_MAGE_006: u32 = 32;
@@ -35,14 +35,9 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     }
 }
 
-fn plan(d: &[u32]) -> Plan {
-    (choose(d).plan)(d)
-}
-
-pub static STAGE: Stage = Stage {
-    name: "current",
-    summary: "dispatcher: mage-001 below 32 tiles of 64x64, mage-006 below 72 tiles of 128x128, else mage-007",
-    kernels: &[],
-    supports: |_| true,
-    plan,
+/// `current` for the registry: picks from the dims alone.
+pub const DISPATCHER: Dispatcher = Dispatcher {
+    summary: "mage-001 below 32 tiles of 64x64, mage-006 below 72 tiles of 128x128, else mage-007",
+    reads: &[],
+    choose: |d, _| choose(d),
 };

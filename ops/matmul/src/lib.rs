@@ -116,7 +116,8 @@ mod host {
     use mage_common::fixtures::{DEFAULT_STD, normal_input};
     use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Plan, Stage};
+    use mage_common::op::Extent::Dim;
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
 
     /// The kernel arguments every matmul kernel takes, in order:
     /// `a, b, c, m, n, k`.
@@ -206,16 +207,15 @@ mod host {
     /// output by `σ² 2/π` = 0.04 on average (`tests/stages.rs` checks that a
     /// wrong tile offset and a dropped term fail). `γ` is capped at 1 (`k u`
     /// at 1/2), which only matters past k ≈ 2^23.
-    pub fn tolerance(dims: &[u32]) -> Tolerance {
+    pub fn tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
         let k = dims[2];
         let nu = ((k as f64 + 1.0) * U).min(0.5);
         let gamma = nu / (1.0 - nu);
         Tolerance::new(1e-6 + gamma * abs_products_bound(k), 0.0)
     }
 
-    /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &current::STAGE];
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
 
     pub static OP: Op = Op {
         name: "matmul",
@@ -223,19 +223,22 @@ mod host {
         dim_names: &["m", "n", "k"],
         min_dims: &[1, 1, 1],
         default_dims: &[1024, 1024, 1024],
-        sweep_dims: &[
-            &[256, 256, 256],
-            &[512, 512, 512],
-            &[1024, 1024, 1024],
-            &[2048, 2048, 2048],
-            &[4096, 4096, 4096],
-            &[1000, 1037, 999],
+        sweep: &[
+            Workload::new(&[256, 256, 256]),
+            Workload::new(&[512, 512, 512]),
+            Workload::new(&[1024, 1024, 1024]),
+            Workload::new(&[2048, 2048, 2048]),
+            Workload::new(&[4096, 4096, 4096]),
+            Workload::new(&[1000, 1037, 999]),
         ],
-        inputs: &[Input { file: "a", role: "a", elem: Elem::F32 }, Input { file: "b", role: "b", elem: Elem::F32 }],
-        input_lens: |d| vec![d[0] as usize * d[2] as usize, d[2] as usize * d[1] as usize],
-        output_shape: |d| vec![d[0] as usize, d[1] as usize],
+        inputs: &[
+            Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
+            Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
+        ],
+        output: &[Dim(0), Dim(1)],
+        constants: &[],
         check_inputs: |_, _| Ok(()),
-        generate,
+        generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         tolerance,
         cost: |d| {
@@ -243,5 +246,6 @@ mod host {
             (4 * (m * k + k * n + m * n), 2 * m * n * k)
         },
         stages: &STAGES,
+        current: current::DISPATCHER,
     };
 }

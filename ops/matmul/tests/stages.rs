@@ -3,13 +3,13 @@
 //! see `mage_matmul::tolerance`), on shapes with every kind of tile tail.
 
 use mage_common::numeric::compare;
-use mage_common::op::{HostBuf, Stage, check_stage, emulate, fit_last_dim};
+use mage_common::op::{HostBuf, Stage, check_current, check_stage, emulate, fit_last_dim};
 use mage_matmul::{OP, STAGES, current, mage_006, mage_007};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
 fn inputs(d: &[u32], seed: u64) -> Vec<HostBuf> {
-    (OP.generate)(d, seed)
+    OP.generate(d, seed)
 }
 
 /// Checks `stage` at the nearest shape it supports (today every stage
@@ -32,6 +32,7 @@ proptest! {
         for stage in STAGES {
             check(stage, [m, n, k], seed).map_err(TestCaseError::fail)?;
         }
+        check_current(&OP, &[m, n, k], &inputs(&[m, n, k], seed)).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -150,12 +151,12 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
     for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200]] {
         let inputs = inputs(&d, 3);
         let reference = (OP.reference)(&d, &inputs);
-        let cmp = compare(&fma_chain(d, &inputs, None), &reference, (OP.tolerance)(&d));
+        let cmp = compare(&fma_chain(d, &inputs, None), &reference, (OP.tolerance)(&d, &inputs));
         assert!(cmp.passed(), "{d:?}: {}", cmp.summary(&d));
         assert!(
-            cmp.max_abs_err < 0.1 * (OP.tolerance)(&d).abs,
+            cmp.max_abs_err < 0.1 * (OP.tolerance)(&d, &inputs).abs,
             "{d:?}: the bound is {} but the error only {}",
-            (OP.tolerance)(&d).abs,
+            (OP.tolerance)(&d, &inputs).abs,
             cmp.max_abs_err
         );
     }
@@ -163,7 +164,7 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
     for (d, tile, t) in [([64, 64, 200], 32, 0), ([64, 64, 200], 32, 6), ([17, 19, 23], 16, 1)] {
         let inputs = inputs(&d, 4);
         let reference = (OP.reference)(&d, &inputs);
-        let cmp = compare(&fma_chain(d, &inputs, Some((tile, t))), &reference, (OP.tolerance)(&d));
+        let cmp = compare(&fma_chain(d, &inputs, Some((tile, t))), &reference, (OP.tolerance)(&d, &inputs));
         assert!(cmp.failures * 2 > cmp.elements, "{d:?} tile {t}: only {} of {} elements fail", cmp.failures, cmp.elements);
     }
     // One term dropped: the last element of K.
@@ -174,7 +175,7 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
     if let HostBuf::F32(b) = &mut dropped[1] {
         b[199 * 32..].fill(0.0);
     }
-    let cmp = compare(&fma_chain(d, &dropped, None), &reference, (OP.tolerance)(&d));
+    let cmp = compare(&fma_chain(d, &dropped, None), &reference, (OP.tolerance)(&d, &inputs));
     assert!(cmp.failures * 2 > cmp.elements, "a dropped term fails only {} of {} elements", cmp.failures, cmp.elements);
 }
 
@@ -189,7 +190,7 @@ fn current_dispatches_by_shape() {
     for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
         assert_eq!(current::choose(&d).name, "mage-001", "{d:?}");
     }
-    let entry = |d: [u32; 3]| (current::STAGE.plan)(&d).launches[0].kernel.name;
+    let entry = |d: [u32; 3]| (current::choose(&d).plan)(&d).launches[0].kernel.name;
     assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
     assert_eq!(entry([1024, 1020, 999]), "matmul_cp_async_v4");
     assert_eq!(entry([1024, 1021, 999]), "matmul_cp_async_scalar");
@@ -200,7 +201,7 @@ fn current_dispatches_by_shape() {
 #[test]
 fn every_block_fits_in_48_kib_of_shared_memory() {
     for stage in STAGES {
-        for d in OP.sweep_dims.iter().copied().chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
+        for d in OP.sweep.iter().map(|w| w.dims).chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
             for l in (stage.plan)(d).launches {
                 assert!(l.shared_bytes <= 48 * 1024, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
                 assert_eq!(l.grid.y * l.grid.z, 1);

@@ -1,41 +1,50 @@
-//! current: the dispatcher, picking the stage measured fastest (CUPTI kernel
-//! time on the H200, one session), and never one that collapses on skewed
-//! degrees:
-//!
-//! | graph (n x width x edges x skew) | mage-001 | mage-002 | mage-003 | picks |
-//! |---|---|---|---|---|
-//! | 4096x64x65536, uniform | **4.94** | 10.10 | 9.04 | mage-001 |
-//! | 4096x64x65536, power-law 1.2 | 925.02 | **18.15** | 19.15 | mage-002 |
-//! | 65536x64x1048576, uniform | 50.94 | 55.86 | **42.62** | mage-003 |
-//! | 65536x64x1048576, power-law 1.2 | 16589.6 | **73.11** | 77.37 | mage-002 |
+//! current: the dispatcher. It reads the graph, not a description of it:
+//! the largest in-degree `D` comes from rowptr (copied to the host when the
+//! graph lives on a device), and decides with the edge count.
 //!
 //! mage-001 (one thread per output element, each walking its row) is the
-//! fastest on small uniform graphs and thousands of times slower where one
-//! row holds 14,000 edges, so it is chosen only when the dims say the
-//! degrees are uniform (`skew` 0) and the graph is small (up to 2^17
-//! edges). A graph whose degrees are unknown should be described with a
-//! nonzero skew: the merge-path stages are balanced on any distribution.
+//! fastest on small graphs without heavy rows, and as slow as its heaviest
+//! row everywhere else: a row of `D` edges is a chain of `D` dependent
+//! loads (925 µs at D ≈ 14,000). The merge-path stages are balanced on any
+//! degree distribution. So:
+//!
+//! | graph | picks |
+//! |---|---|
+//! | up to 2^17 edges and `D` ≤ 64 | mage-001 |
+//! | more edges, `D` ≤ 64, `width % 4 == 0` | mage-003 |
+//! | anything else | mage-002 (mage-001 where its scratch would not fit) |
+//!
+//! The measurements behind each line are in `results/` (`sweep-neighbor.json`
+//! of the newest namespace): uniform graphs of 4096 and 65,536 rows have
+//! largest rows of a few dozen edges, the power-law ones of thousands.
 
-use mage_common::op::{Plan, Stage};
+use crate::{mage_001, mage_002, mage_003, max_degree};
+use mage_common::op::{Dispatcher, HostBuf, Stage};
 
-/// Largest uniform graph (edges) for which mage-001 was measured fastest.
+/// Largest graph (edges) for which mage-001 was measured fastest.
 pub const MAX_EDGES_FOR_MAGE_001: u32 = 1 << 17;
 
-/// The stage `current` runs for these dims.
-pub fn choose(d: &[u32]) -> &'static Stage {
-    let (edges, skew) = (d[2], d[3]);
-    let merge = if skew == 0 && crate::mage_003::supports(d) { &crate::mage_003::STAGE } else { &crate::mage_002::STAGE };
-    if (skew == 0 && edges <= MAX_EDGES_FOR_MAGE_001) || !(merge.supports)(d) { &crate::mage_001::STAGE } else { merge }
+/// The largest row (edges) a graph may hold for the row-walking mage-001
+/// and for mage-003's lane groups; heavier rows go to mage-002.
+pub const MAX_DEGREE_FOR_ROW_WALK: u32 = 64;
+
+/// The stage `current` runs for dims `[n, width, edges]` and this rowptr.
+pub fn choose(d: &[u32], rowptr: &[u32]) -> &'static Stage {
+    let light = max_degree(rowptr) <= MAX_DEGREE_FOR_ROW_WALK;
+    if light && d[2] <= MAX_EDGES_FOR_MAGE_001 {
+        &mage_001::STAGE
+    } else if light && mage_003::supports(d) {
+        &mage_003::STAGE
+    } else if mage_002::supports(d) {
+        &mage_002::STAGE
+    } else {
+        &mage_001::STAGE
+    }
 }
 
-fn plan(d: &[u32]) -> Plan {
-    (choose(d).plan)(d)
-}
-
-pub static STAGE: Stage = Stage {
-    name: "current",
-    summary: "dispatcher: mage-001 on small uniform graphs, mage-003 on large uniform ones, mage-002 on skewed ones",
-    kernels: &[],
-    supports: |_| true,
-    plan,
+/// `current` for the registry: reads rowptr (input 2).
+pub const DISPATCHER: Dispatcher = Dispatcher {
+    summary: "mage-001 on small graphs without heavy rows, mage-003 on larger light ones, mage-002 where a row is heavy",
+    reads: &[2],
+    choose: |d, inputs: &[HostBuf]| choose(d, inputs[2].as_u32()),
 };

@@ -14,7 +14,7 @@
 //! GPU underfilled and one output per thread wins. mage-002 is never the
 //! fastest measured and stays as history.
 
-use mage_common::op::{Plan, Stage};
+use mage_common::op::{Dispatcher, Stage};
 
 /// Outputs (n²c) from which mage-003's register tiles pay (measured at 2^19 and 2^20).
 pub const MIN_OUTPUTS_FOR_TILES: u64 = 1 << 20;
@@ -25,14 +25,6 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     if crate::mage_003::supports(d) && outputs >= MIN_OUTPUTS_FOR_TILES { &crate::mage_003::STAGE } else { &crate::mage_001::STAGE }
 }
 
-fn plan(d: &[u32]) -> Plan {
-    (choose(d).plan)(d)
-}
-
-pub static STAGE: Stage = Stage {
-    name: "current",
-    summary: "dispatcher: mage-003 from 2^20 outputs (c % 4 == 0), else mage-001",
-    kernels: &[],
-    supports: |_| true,
-    plan,
-};
+/// `current` for the registry: picks from the dims alone.
+pub const DISPATCHER: Dispatcher =
+    Dispatcher { summary: "mage-003 from 2^20 outputs (c % 4 == 0), else mage-001", reads: &[], choose: |d, _| choose(d) };

@@ -48,7 +48,8 @@ mod host {
     use super::*;
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::Tolerance;
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Op, Stage};
+    use mage_common::op::Extent::Dim;
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
 
     /// The variance of the generator's inputs, which the tolerance assumes.
     pub const INPUT_VARIANCE: f64 = 0.0625;
@@ -78,7 +79,7 @@ mod host {
     }
 
     /// The allowance for contraction length `n` (see the crate doc).
-    pub fn tolerance(dims: &[u32]) -> Tolerance {
+    pub fn tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
         let (n, u) = (dims[0] as f64, f32::EPSILON as f64 / 2.0);
         Tolerance::new(u * n * 4.0 * n * INPUT_VARIANCE, 2.0 * u * n)
     }
@@ -88,8 +89,8 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, len)), HostBuf::F32(normal_input(seed, 1, len))]
     }
 
-    /// The registry: every stage, oldest first, then the dispatcher.
-    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &current::STAGE];
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
 
     pub static OP: Op = Op {
         name: "triangle",
@@ -97,15 +98,22 @@ mod host {
         dim_names: &["n", "c"],
         min_dims: &[1, 1],
         default_dims: &[128, 32],
-        sweep_dims: &[&[64, 8], &[128, 32], &[256, 32], &[128, 64], &[256, 64], &[7, 5]],
-        inputs: &[Input { file: "a", role: "A", elem: Elem::F32 }, Input { file: "b", role: "B", elem: Elem::F32 }],
-        input_lens: |d| {
-            let len = d[0] as usize * d[0] as usize * d[1] as usize;
-            vec![len, len]
-        },
-        output_shape: |d| vec![d[0] as usize, d[0] as usize, d[1] as usize],
+        sweep: &[
+            Workload::new(&[64, 8]),
+            Workload::new(&[128, 32]),
+            Workload::new(&[256, 32]),
+            Workload::new(&[128, 64]),
+            Workload::new(&[256, 64]),
+            Workload::new(&[7, 5]),
+        ],
+        inputs: &[
+            Input { file: "a", role: "A", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
+            Input { file: "b", role: "B", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
+        ],
+        output: &[Dim(0), Dim(0), Dim(1)],
+        constants: &[],
         check_inputs: |_, _| Ok(()),
-        generate,
+        generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         tolerance,
         cost: |d| {
@@ -113,5 +121,6 @@ mod host {
             (4 * 3 * n * n * c, 2 * n * n * n * c)
         },
         stages: &STAGES,
+        current: current::DISPATCHER,
     };
 }
