@@ -1,0 +1,369 @@
+//! The Python module `mage`: every stage of every Mage op, launched on
+//! PyTorch tensors through the same Rust code `run` and `sweep` use
+//! ([`mage_runtime::gpu::BoundPlan`]), and the op registry (dims, shapes,
+//! stages, tolerances, references) for Python code that needs it.
+//!
+//! ```python
+//! import torch, mage
+//! x = torch.randn(4096, 768, device="cuda")
+//! gamma, beta = torch.ones(768, device="cuda"), torch.zeros(768, device="cuda")
+//! y = torch.empty_like(x)
+//! stage = mage.launch("layernorm", "current", [x, gamma, beta], y)   # "mage-007"
+//! ```
+//!
+//! Launches go on PyTorch's current stream of the tensors' device, in the
+//! device's primary context (the one PyTorch uses). Tensors must be CUDA,
+//! contiguous, of the input's element type (`float32`; `int32` or `uint32`
+//! for index inputs) and shapes from which the op's dims follow; the output
+//! must not overlap an input. Every error is a `mage.MageError` with a
+//! one-line message, raised before anything is launched.
+//!
+//! Nothing here imports torch at module import: the registry functions and
+//! `read_case` work on a machine with no GPU (the tests run there).
+
+mod device;
+mod tensor;
+
+use mage_common::fixtures::{self, Case};
+use mage_common::op::{CURRENT, Extent, HostBuf, Op, Picked};
+use mage_runtime::gpu::BoundPlan;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use tensor::Tensor;
+
+pyo3::create_exception!(mage, MageError, pyo3::exceptions::PyException, "A bad argument or a failed launch; the message says which.");
+
+pub(crate) fn error(msg: impl Into<String>) -> PyErr {
+    MageError::new_err(msg.into())
+}
+
+fn find(op: &str) -> PyResult<&'static Op> {
+    mage_runtime::ops::find(op).map_err(error)
+}
+
+/// The names of every op.
+#[pyfunction]
+fn ops() -> Vec<&'static str> {
+    mage_runtime::ops::all().iter().map(|o| o.name).collect()
+}
+
+fn extent_text(op: &Op, e: &Extent) -> String {
+    match *e {
+        Extent::Dim(i) => op.dim_names[i].to_string(),
+        Extent::DimPlus1(i) => format!("{}+1", op.dim_names[i]),
+    }
+}
+
+/// What an op is: `name`, `dim_names`, `min_dims`, `default_dims`,
+/// `inputs` (each `{file, role, elem, shape}` with the shape in dim
+/// names), `output` (the same), `constants` (`{"eps": 1e-05}`), `stages`
+/// (`[{name, summary}]`, oldest first), `current` (`{summary, reads}`),
+/// `generators` (`[{name, summary}]`, the default first), `sweep`
+/// (`[{dims, generator}]`).
+#[pyfunction]
+fn op_info<'py>(py: Python<'py>, op: &str) -> PyResult<Bound<'py, PyDict>> {
+    let op = find(op)?;
+    let d = PyDict::new(py);
+    d.set_item("name", op.name)?;
+    d.set_item("dim_names", op.dim_names.to_vec())?;
+    d.set_item("min_dims", op.min_dims.to_vec())?;
+    d.set_item("default_dims", op.default_dims.to_vec())?;
+    let inputs = PyList::empty(py);
+    for i in op.inputs {
+        let e = PyDict::new(py);
+        e.set_item("file", format!("{}.bin", i.file))?;
+        e.set_item("role", i.role)?;
+        e.set_item("elem", format!("{:?}", i.elem).to_lowercase())?;
+        e.set_item("shape", i.shape.iter().map(|x| extent_text(op, x)).collect::<Vec<_>>())?;
+        inputs.append(e)?;
+    }
+    d.set_item("inputs", inputs)?;
+    d.set_item("output", op.output.iter().map(|x| extent_text(op, x)).collect::<Vec<_>>())?;
+    let constants = PyDict::new(py);
+    for (k, v) in op.constants {
+        constants.set_item(k, v)?;
+    }
+    d.set_item("constants", constants)?;
+    let stages = PyList::empty(py);
+    for s in op.stages {
+        let e = PyDict::new(py);
+        e.set_item("name", s.name)?;
+        e.set_item("summary", s.summary)?;
+        stages.append(e)?;
+    }
+    d.set_item("stages", stages)?;
+    let current = PyDict::new(py);
+    current.set_item("summary", op.current.summary)?;
+    current.set_item("reads", op.current.reads.iter().map(|&i| op.inputs[i].role).collect::<Vec<_>>())?;
+    d.set_item("current", current)?;
+    let generators = PyList::empty(py);
+    for g in op.generators {
+        let e = PyDict::new(py);
+        e.set_item("name", g.name)?;
+        e.set_item("summary", g.summary)?;
+        generators.append(e)?;
+    }
+    d.set_item("generators", generators)?;
+    let sweep = PyList::empty(py);
+    for w in op.sweep {
+        let e = PyDict::new(py);
+        e.set_item("dims", w.dims.to_vec())?;
+        e.set_item("generator", op.generator(Some(w.generator)).map_err(error)?.name)?;
+        sweep.append(e)?;
+    }
+    d.set_item("sweep", sweep)?;
+    Ok(d)
+}
+
+/// Each input's shape for these dims, outermost first.
+#[pyfunction]
+fn input_shapes(op: &str, dims: Vec<u32>) -> PyResult<Vec<Vec<usize>>> {
+    let op = find(op)?;
+    op.check_dims(&dims).map_err(error)?;
+    Ok(op.input_shapes(&dims))
+}
+
+/// The output's shape for these dims.
+#[pyfunction]
+fn output_shape(op: &str, dims: Vec<u32>) -> PyResult<Vec<usize>> {
+    let op = find(op)?;
+    op.check_dims(&dims).map_err(error)?;
+    Ok(op.output_shape(&dims))
+}
+
+/// The dims of a call whose inputs have these shapes.
+#[pyfunction]
+fn dims_from_shapes(op: &str, shapes: Vec<Vec<usize>>) -> PyResult<Vec<u32>> {
+    find(op)?.dims_from_shapes(&shapes).map_err(error)
+}
+
+/// A case directory read and checked (input.json, every input's length and
+/// sha256, the op's own checks such as a graph's CSR), with what the
+/// registry says about it.
+#[pyclass(frozen, module = "mage")]
+struct CaseDir {
+    op: &'static Op,
+    case: Case,
+}
+
+#[pymethods]
+impl CaseDir {
+    #[getter]
+    fn op(&self) -> &'static str {
+        self.op.name
+    }
+    #[getter]
+    fn dims(&self) -> Vec<u32> {
+        self.case.spec.dims.clone()
+    }
+    /// The generator named in input.json (the op's default if none).
+    #[getter]
+    fn generator(&self) -> PyResult<&'static str> {
+        Ok(self.op.generator(Some(&self.case.spec.generator)).map_err(error)?.name)
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.case.spec.seed
+    }
+    /// `{file: sha256 hex}` as verified.
+    #[getter]
+    fn sha256(&self) -> std::collections::BTreeMap<String, String> {
+        self.case.sha256.clone()
+    }
+    /// `4096x768`, or `4096x64x65536 power-law`.
+    #[getter]
+    fn label(&self) -> PyResult<String> {
+        Ok(self.op.workload_label(&self.case.spec.dims, self.generator()?))
+    }
+    /// Every input's little-endian bytes, in order (the bytes verified).
+    fn input_bytes<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        self.case.inputs.iter().map(|b| PyBytes::new(py, &b.to_le_bytes())).collect()
+    }
+    /// The op's tolerance for these inputs: `(abs, rel)`, passing where
+    /// `|out - ref| <= abs + rel * |ref|`.
+    fn tolerance(&self) -> (f64, f64) {
+        let t = (self.op.tolerance)(&self.case.spec.dims, &self.case.inputs);
+        (t.abs, t.rel)
+    }
+    /// The stage `current` picks for these inputs.
+    fn current(&self) -> &'static str {
+        self.op.dispatch(&self.case.spec.dims, &self.case.inputs).name
+    }
+    /// The f64 reference from the Rust registry, as little-endian f64 bytes.
+    fn reference<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let r = (self.op.reference)(&self.case.spec.dims, &self.case.inputs);
+        PyBytes::new(py, &r.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    }
+    fn __repr__(&self) -> String {
+        format!("<mage case {} {} at {}>", self.op.name, Op::dims_label(&self.case.spec.dims), self.case.dir.display())
+    }
+}
+
+/// Reads and checks the case directory `path` of `op`.
+#[pyfunction]
+fn read_case(op: &str, path: std::path::PathBuf) -> PyResult<CaseDir> {
+    let op = find(op)?;
+    let case = fixtures::read_case(&path, op).map_err(error)?;
+    Ok(CaseDir { op, case })
+}
+
+/// One stage bound to PyTorch tensors: calling it launches every kernel of
+/// its plan on PyTorch's current stream. It keeps the tensors (and its
+/// scratch) alive.
+#[pyclass(frozen, module = "mage")]
+struct Call {
+    op: &'static Op,
+    picked: Picked,
+    dims: Vec<u32>,
+    bound: BoundPlan,
+    plan: mage_common::op::Plan,
+    device: usize,
+    _keep: Vec<Py<PyAny>>,
+}
+
+#[pymethods]
+impl Call {
+    /// Launches the plan once on PyTorch's current stream (asynchronous).
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let stream = tensor::current_stream(py, self.device)?;
+        device::launch(self.device, &self.bound, stream).map_err(error)
+    }
+    /// The stage that runs (`current`'s pick, for `current`).
+    #[getter]
+    fn stage(&self) -> &'static str {
+        self.picked.stage.name
+    }
+    /// Whether `current` picked the stage.
+    #[getter]
+    fn by_current(&self) -> bool {
+        self.picked.by_current
+    }
+    #[getter]
+    fn op(&self) -> &'static str {
+        self.op.name
+    }
+    #[getter]
+    fn dims(&self) -> Vec<u32> {
+        self.dims.clone()
+    }
+    /// Kernel launches per call.
+    #[getter]
+    fn launches_per_call(&self) -> usize {
+        self.bound.launches()
+    }
+    /// Every launch: `{kernel, grid, block, shared_bytes}`, and the
+    /// plan's scratch sizes.
+    fn describe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let launches = PyList::empty(py);
+        for l in &self.plan.launches {
+            let e = PyDict::new(py);
+            e.set_item("kernel", l.kernel.name)?;
+            e.set_item("grid", vec![l.grid.x, l.grid.y, l.grid.z])?;
+            e.set_item("block", vec![l.block.x, l.block.y, l.block.z])?;
+            e.set_item("shared_bytes", l.shared_bytes)?;
+            launches.append(e)?;
+        }
+        d.set_item("launches", launches)?;
+        d.set_item("scratch", self.plan.scratch.clone())?;
+        d.set_item("stage", self.picked.stage.name)?;
+        d.set_item("by_current", self.picked.by_current)?;
+        Ok(d)
+    }
+    fn __repr__(&self) -> String {
+        format!("<mage call {} {} at {}>", self.op.name, self.picked.label(), Op::dims_label(&self.dims))
+    }
+}
+
+/// Binds `stage` of `op` (`current`, or a stage such as `mage-006`) to
+/// CUDA tensors: `inputs` in the op's order, `output` written. The dims
+/// follow from the inputs' shapes; `current` picks its stage from them
+/// (and, where the op's dispatcher reads data, from those inputs, copied
+/// to the host once here). Returns a callable `Call`.
+#[pyfunction]
+fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>, output: Bound<'_, PyAny>) -> PyResult<Call> {
+    let op = find(op)?;
+    op.check_stage_name(stage).map_err(error)?;
+    if inputs.len() != op.inputs.len() {
+        let roles: Vec<_> = op.inputs.iter().map(|i| i.role).collect();
+        return Err(error(format!("{} takes {} inputs ({}), got {}", op.name, op.inputs.len(), roles.join(", "), inputs.len())));
+    }
+    let tensors: Vec<Tensor> =
+        inputs.iter().zip(op.inputs).map(|(t, spec)| Tensor::read(t, spec.role, Some(spec.elem))).collect::<PyResult<_>>()?;
+    let out = Tensor::read(&output, "output", Some(mage_common::op::Elem::F32))?;
+    let device = tensor::one_device(tensors.iter().chain(std::iter::once(&out)))?;
+    let dims = op.dims_from_shapes(&tensors.iter().map(|t| t.shape.clone()).collect::<Vec<_>>()).map_err(error)?;
+    if out.shape != op.output_shape(&dims) {
+        return Err(error(format!("output is {:?}; {} {} writes {:?}", out.shape, op.name, Op::dims_label(&dims), op.output_shape(&dims))));
+    }
+    tensor::check_no_overlap(&tensors, &out, op)?;
+    let picked = if stage == CURRENT {
+        // The dispatcher sees only the inputs it reads; copy those.
+        let mut host: Vec<HostBuf> = op.inputs.iter().map(|i| HostBuf::empty(i.elem)).collect();
+        for &i in op.current.reads {
+            host[i] = tensors[i].to_host(py, device)?;
+        }
+        Picked { stage: (op.current.choose)(&dims, &host), by_current: true }
+    } else {
+        Picked { stage: op.stage(stage).map_err(error)?, by_current: false }
+    };
+    if !(picked.stage.supports)(&dims) {
+        return Err(error(format!("{} {} does not support dims {}", op.name, picked.stage.name, Op::dims_label(&dims))));
+    }
+    let plan = (picked.stage.plan)(&dims);
+    let scratch: Vec<Bound<'_, PyAny>> = plan.scratch.iter().map(|&n| tensor::empty_f32(py, n, device)).collect::<PyResult<_>>()?;
+    let scratch_ptrs: Vec<u64> = scratch.iter().map(|s| Tensor::read(s, "scratch", None).map(|t| t.ptr)).collect::<PyResult<_>>()?;
+    let input_ptrs: Vec<u64> = tensors.iter().map(|t| t.ptr).collect();
+    let bound = device::bind(device, op.package, &plan, &input_ptrs, out.ptr, &scratch_ptrs).map_err(error)?;
+    let mut keep: Vec<Py<PyAny>> = inputs.iter().map(|t| t.clone().unbind()).collect();
+    keep.push(output.unbind());
+    keep.extend(scratch.into_iter().map(Bound::unbind));
+    Ok(Call { op, picked, dims, bound, plan, device, _keep: keep })
+}
+
+/// `prepare(...)` then one call; returns the name of the stage that ran.
+#[pyfunction]
+fn launch(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>, output: Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let call = prepare(py, op, stage, inputs, output)?;
+    call.__call__(py)?;
+    Ok(call.picked.stage.name)
+}
+
+/// Resets the persisting L2 lines of `device`'s primary context
+/// (`cuCtxResetPersistingL2Cache`); no access-policy window is ever set.
+#[pyfunction]
+#[pyo3(signature = (device = 0))]
+fn reset_persisting_l2(device: usize) -> PyResult<()> {
+    device::reset_persisting_l2(device).map_err(error)
+}
+
+/// Enqueues, on PyTorch's current stream, a memset of a 256 MiB buffer, so
+/// that L2 holds none of what follows. A memset, not a kernel: kernel
+/// records never count it.
+#[pyfunction]
+#[pyo3(signature = (device = 0))]
+fn evict_l2(py: Python<'_>, device: usize) -> PyResult<()> {
+    let stream = tensor::current_stream(py, device)?;
+    device::evict_l2(device, stream).map_err(error)
+}
+
+#[pymodule]
+fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MageError", m.py().get_type::<MageError>())?;
+    m.add("CURRENT", CURRENT)?;
+    m.add("POISON", mage_common::op::OUTPUT_POISON)?;
+    m.add("COMMIT", mage_runtime::BUILD_COMMIT)?;
+    m.add_function(wrap_pyfunction!(ops, m)?)?;
+    m.add_function(wrap_pyfunction!(op_info, m)?)?;
+    m.add_function(wrap_pyfunction!(input_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(output_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(dims_from_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(read_case, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare, m)?)?;
+    m.add_function(wrap_pyfunction!(launch, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_persisting_l2, m)?)?;
+    m.add_function(wrap_pyfunction!(evict_l2, m)?)?;
+    m.add_class::<CaseDir>()?;
+    m.add_class::<Call>()?;
+    Ok(())
+}
