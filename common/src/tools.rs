@@ -147,6 +147,28 @@ pub struct Resources {
     pub spill_load_bytes: u32,
 }
 
+/// The file name Python imports the extension module `mage` from (the
+/// stable ABI, so one build serves every Python from 3.9 on).
+pub const EXTENSION_FILE: &str = "mage.abi3.so";
+
+/// Builds the Python extension `mage` (crate `mage-python`) and returns the
+/// path of `mage.abi3.so` under `target/python/<profile>/`. Its own target
+/// directory lets a test or build script call this while an outer cargo
+/// holds `target/`.
+pub fn build_python_extension(release: bool) -> Result<PathBuf, String> {
+    let target = workspace_root().join("target/python");
+    let mut c = cargo();
+    c.args(["build", "--quiet", "-p", "mage-python", "--target-dir"]).arg(&target);
+    if release {
+        c.arg("--release");
+    }
+    run(c, "cargo build -p mage-python")?;
+    let dir = target.join(if release { "release" } else { "debug" });
+    let ext = dir.join(EXTENSION_FILE);
+    std::fs::copy(dir.join("libmage.so"), &ext).map_err(|e| format!("{}: {e}", dir.join("libmage.so").display()))?;
+    Ok(ext)
+}
+
 /// Runs `ptxas -v -arch=sm_90` on a PTX file and returns each entry's
 /// resources, sorted by entry name.
 pub fn ptxas_resources(ptx: &Path) -> Result<Vec<Resources>, String> {

@@ -1,25 +1,22 @@
 """The GPU backend (GPU only): torch for memory, events and the profiler,
-cuda-python's driver bindings for the Rust PTX.
+the Python module `mage` for Mage's stages and the op registry.
 
-Everything runs on torch's current stream of device 0, in torch's primary
-context: torch is initialised first, then the driver bindings take the
-current context (`cuCtxGetCurrent`) and load each PTX module into it, so
-Rust kernels, Triton kernels and torch kernels share one context and one
-stream. Nothing here changes a clock or a device setting; the only
-function attribute set is the opt-in to more than 48 KiB of dynamic
-shared memory a Rust launch asks for.
+Everything runs on torch's current stream of device 0, in the device's
+primary context: torch is initialised first, and `mage` launches its
+stages on torch's current stream in that same context, so Rust kernels,
+Triton kernels and torch kernels share one context and one stream.
+Nothing here changes a clock or a device setting; the only function
+attribute set is the opt-in to more than 48 KiB of dynamic shared memory
+a Rust launch asks for (inside `mage`).
 """
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import json
 import os
 import platform
 import sys
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -28,113 +25,18 @@ from typing import Any
 
 import torch
 
+import mage
+
 from . import smi
 from .impls import Broken, RustImpl, build_cusparse, build_torch, build_torch_compile, build_triton
 from .manifest import Manifest, OpSpec
 from .numeric import compare_arrays
-from .ops import BUILTIN_IMPLS, dims_label
-from .profparse import counter_diff, counter_snapshot, kernel_summary
+from .ops import BUILTIN_IMPLS, dims_label, rust_name
+from .profparse import counter_diff, counter_snapshot, kernel_events, kernel_summary, split_calls
 from .reference import build_reference, neighbor_dst, u32_to_int64
 from .stats import median
 
-DEFAULT_SHARED_LIMIT = 48 << 10
 CONTROL_BYTES = 256 << 20
-JIT_LOG_BYTES = 1 << 16
-
-
-class CudaError(RuntimeError):
-    pass
-
-
-class CudaDriver:
-    """The few driver calls the harness makes, each result checked."""
-
-    def __init__(self):
-        try:
-            from cuda.bindings import driver as cu
-        except ImportError:  # cuda-python before 12.6
-            from cuda import cuda as cu  # type: ignore[no-redef]
-        self.cu = cu
-        ctx = self._call(cu.cuCtxGetCurrent, what="cuCtxGetCurrent")
-        if ctx is None or int(ctx) == 0:
-            raise CudaError("no current CUDA context after torch's initialisation")
-        self.ctx = ctx
-        self.modules: dict[str, Any] = {}
-        self._shared_set: dict[int, int] = {}
-
-    def _name(self, err) -> str:
-        try:
-            r = self.cu.cuGetErrorName(err)
-            name = r[1] if isinstance(r, tuple) else None
-            if isinstance(name, bytes):
-                return name.decode()
-        except Exception:  # noqa: BLE001
-            pass
-        return getattr(err, "name", str(err))
-
-    def _call(self, fn, *args, what: str):
-        res = fn(*args)
-        err, rest = (res[0], res[1:]) if isinstance(res, tuple) else (res, ())
-        if err != self.cu.CUresult.CUDA_SUCCESS:
-            raise CudaError(f"{what}: {self._name(err)}")
-        if not rest:
-            return None
-        return rest[0] if len(rest) == 1 else rest
-
-    def driver_version(self) -> str:
-        v = self._call(self.cu.cuDriverGetVersion, what="cuDriverGetVersion")
-        return f"{v // 1000}.{v % 1000 // 10}"
-
-    def load_module(self, key: str, image: bytes):
-        """JIT-loads PTX (once per path) with the JIT's error log captured."""
-        if key in self.modules:
-            return self.modules[key]
-        if b"\0" in image:
-            raise CudaError(f"{key}: the PTX contains a NUL byte")
-        buf = ctypes.create_string_buffer(image)  # NUL-terminated
-        cu = self.cu
-        err_log = bytearray(JIT_LOG_BYTES)
-        opts = [cu.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, cu.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
-        try:
-            res = cu.cuModuleLoadDataEx(ctypes.addressof(buf), len(opts), opts, [err_log, JIT_LOG_BYTES])
-        except TypeError:  # bindings that do not take these option values: no log
-            res = cu.cuModuleLoadData(ctypes.addressof(buf))
-        err, module = res[0], res[1]
-        if err != cu.CUresult.CUDA_SUCCESS:
-            log = err_log.split(b"\0", 1)[0].decode("utf-8", errors="replace").strip()
-            raise CudaError(f"loading {key}: {self._name(err)}" + (f": {log}" if log else ""))
-        self.modules[key] = module
-        return module
-
-    def function(self, module, name: str):
-        return self._call(self.cu.cuModuleGetFunction, module, name.encode(), what=f"cuModuleGetFunction({name})")
-
-    def allow_shared(self, func, nbytes: int) -> None:
-        if nbytes <= DEFAULT_SHARED_LIMIT:
-            return
-        attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        now = self._call(self.cu.cuFuncGetAttribute, attr, func, what="cuFuncGetAttribute")
-        if now is not None and now >= nbytes:
-            return
-        self._call(self.cu.cuFuncSetAttribute, func, attr, int(nbytes), what=f"allowing {nbytes} B of dynamic shared memory")
-
-    def launch(self, func, grid, block, shared: int, stream, params_addr: int, kernel: str) -> None:
-        res = self.cu.cuLaunchKernel(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream,
-                                     params_addr, 0)
-        err = res[0] if isinstance(res, tuple) else res
-        if err != self.cu.CUresult.CUDA_SUCCESS:
-            raise CudaError(f"cuLaunchKernel `{kernel}` (grid {list(grid)}, block {list(block)}, {shared} B shared): "
-                            f"{self._name(err)}")
-
-    def reset_persisting_l2(self) -> None:
-        self._call(self.cu.cuCtxResetPersistingL2Cache, what="cuCtxResetPersistingL2Cache")
-
-    def persisting_l2_limit(self) -> int | None:
-        return self._call(self.cu.cuCtxGetLimit, self.cu.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
-                          what="cuCtxGetLimit(PERSISTING_L2_CACHE_SIZE)")
-
-    def stream(self, handle: int):
-        return self.cu.CUstream(handle)
 
 
 def _version(dist: str) -> str | None:
@@ -147,31 +49,27 @@ def _version(dist: str) -> str | None:
 @dataclass
 class OpState:
     spec: OpSpec
-    bases: list  # padded device tensors, one per input, kernel-argument order
-    views: dict  # typed, shaped views by role name (+ derived int64 tensors)
+    tensors: list  # device tensors, one per input, in the op's order, shaped
+    views: dict  # the same by role name (+ derived int64 tensors for neighbor)
     ref: Any  # float64 reference on the device
+    output_shape: list[int]
+    tol_abs: float
+    tol_rel: float
+    sha256: dict
+    tolerance: dict
+    current_picks: str
     reference_info: dict = field(default_factory=dict)
 
 
-def _views(spec: OpSpec, flat: list) -> dict:
-    d = spec.dims
-    if spec.op == "matmul":
-        m, n, k = d
-        return {"a": flat[0].view(m, k), "b": flat[1].view(k, n)}
-    if spec.op == "layernorm":
-        return {"x": flat[0].view(d[0], d[1]), "gamma": flat[1], "beta": flat[2]}
-    if spec.op == "gelu":
-        return {"x": flat[0].view(d[0], d[1]), "bias": flat[1]}
-    if spec.op == "triangle":
-        n, c = d
-        return {"a": flat[0].view(n, n, c), "b": flat[1].view(n, n, c)}
-    if spec.op == "neighbor":
-        n, width, edges, _ = d
-        rowptr64 = u32_to_int64(flat[2])
-        indices64 = u32_to_int64(flat[3])
-        return {"x": flat[0].view(n, width), "w": flat[1], "rowptr": flat[2], "indices": flat[3],
-                "rowptr64": rowptr64, "indices64": indices64, "dst64": neighbor_dst(rowptr64, n, edges)}
-    raise ValueError(f"unknown op {spec.op}")
+def _views(op: str, roles: list[str], tensors: list, dims: list[int]) -> dict:
+    """Inputs by role; for neighbor also the int64 forms of its CSR."""
+    views = dict(zip(roles, tensors))
+    if op == "neighbor":
+        n, _, edges = dims
+        views["rowptr64"] = u32_to_int64(views["rowptr"])
+        views["indices64"] = u32_to_int64(views["indices"])
+        views["dst64"] = neighbor_dst(views["rowptr64"], n, edges)
+    return views
 
 
 class TorchBackend:
@@ -191,16 +89,8 @@ class TorchBackend:
         self.golden_dir = golden_dir
         self.use_golden = use_golden
         self.torch_settings = self._fp32_settings()
-        self.cuda: CudaDriver | None = None
-        self.cuda_error: str | None = None
-        try:
-            self.cuda = CudaDriver()
-        except Exception as e:  # noqa: BLE001 - Rust entries report it
-            self.cuda_error = f"cuda-python driver bindings unavailable: {type(e).__name__}: {e}"
-        self.stream_handle = torch.cuda.current_stream().cuda_stream
-        self.stream = self.cuda.stream(self.stream_handle) if self.cuda else None
+        self.index = self.device.index or 0
         self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        self.evict = torch.empty(settings.evict_bytes // 4, dtype=torch.float32, device=self.device)
         self.ctl_src = torch.ones(CONTROL_BYTES // 4, dtype=torch.float32, device=self.device)
         self.ctl_dst = torch.empty_like(self.ctl_src)
         self.probe = torch.zeros(1, dtype=torch.float32, device=self.device)
@@ -236,28 +126,13 @@ class TorchBackend:
             triton_version = triton.__version__
         except Exception as e:  # noqa: BLE001
             triton_version = f"unavailable: {e}"
-        ptx = {}
-        for spec in self.manifest.ops:
-            for r in spec.rust:
-                if r.ptx not in ptx:
-                    try:
-                        ptx[r.ptx] = hashlib.sha256(r.ptx_path.read_bytes()).hexdigest()
-                    except OSError as e:
-                        ptx[r.ptx] = f"unreadable: {e}"
-        limit = None
-        if self.cuda:
-            try:
-                limit = self.cuda.persisting_l2_limit()
-            except Exception as e:  # noqa: BLE001
-                limit = f"unreadable: {e}"
         return {
             "python": sys.version.split()[0],
             "torch": torch.__version__,
             "torch_cuda": torch.version.cuda,
             "triton": triton_version,
             "numpy": _version("numpy"),
-            "cuda_python": _version("cuda-python") or _version("cuda-bindings"),
-            "cuda_bindings": _version("cuda-bindings"),
+            "mage_module": {"commit": mage.COMMIT, "path": getattr(mage, "__file__", None)},
             "cupy": _version("cupy-cuda13x"),
             "platform": platform.platform(),
             "gpu": {
@@ -267,12 +142,9 @@ class TorchBackend:
                 "sm_count": p.multi_processor_count,
                 "l2_bytes": getattr(p, "L2_cache_size", None),
                 "total_memory_bytes": p.total_memory,
-                "driver_cuda_version": self.cuda.driver_version() if self.cuda else None,
             },
             "torch_settings": self.torch_settings,
-            "l2_persisting_limit_bytes": limit,
-            "cuda_driver_bindings": self.cuda_error or "ok",
-            "ptx_sha256": ptx,
+            "ptx_sha256": self.manifest.environment.get("ptx_sha256"),
         }
 
     def smi(self) -> dict:
@@ -308,49 +180,56 @@ class TorchBackend:
 
     # -- per op ----------------------------------------------------------------------------------
 
-    def prepare_op(self, spec: OpSpec, datas: list[bytes]) -> OpState:
-        bases, flat = [], []
-        for inp, data in zip(spec.inputs, datas):
-            dtype = torch.float32 if inp.elem == "f32" else torch.int32
-            base = torch.empty(max(inp.len, 1), dtype=dtype, device=self.device)
-            if inp.len:
-                base[: inp.len].copy_(torch.frombuffer(bytearray(data), dtype=dtype))
-            bases.append(base)
-            flat.append(base[: inp.len])
+    def prepare_op(self, spec: OpSpec) -> OpState:
+        """Reads and verifies the case through the Rust registry (sha256,
+        lengths, the op's own checks), uploads it, and builds the float64
+        reference."""
+        case = mage.read_case(spec.op, str(spec.case_path))
+        if list(case.dims) != list(spec.dims):
+            raise ValueError(f"{spec.case_path}: dims are {case.dims}; the manifest says {spec.dims}")
+        info = mage.op_info(spec.op)
+        shapes = mage.input_shapes(spec.op, list(spec.dims))
+        tensors = []
+        for inp, shape, data in zip(info["inputs"], shapes, case.input_bytes()):
+            dtype = torch.float32 if inp["elem"] == "f32" else torch.int32
+            host = torch.frombuffer(bytearray(data), dtype=dtype) if data else torch.empty(0, dtype=dtype)
+            tensors.append(host.to(self.device).reshape(shape))
         torch.cuda.synchronize()
-        views = _views(spec, flat)
-        ref, info = build_reference(spec, views, self.golden_dir, self.use_golden)
-        return OpState(spec, bases, views, ref.reshape(spec.output_shape), info)
+        views = _views(spec.op, [i["role"] for i in info["inputs"]], tensors, list(spec.dims))
+        output_shape = mage.output_shape(spec.op, list(spec.dims))
+        ref, ref_info = build_reference(spec, views, output_shape, self.golden_dir, self.use_golden)
+        tol_abs, tol_rel = case.tolerance()
+        return OpState(spec, tensors, views, ref.reshape(output_shape), output_shape, tol_abs, tol_rel, case.sha256,
+                       {"abs": tol_abs, "rel": tol_rel, "source": "the op's tolerance for these inputs (Rust registry)"},
+                       case.current(), ref_info)
 
     def implementations(self, state: OpState) -> list:
         spec = state.spec
         out = []
-        for entry in spec.rust:
-            if entry.name in self.skip or "rust" in self.skip:
-                continue
-            if entry.problem:
-                out.append(Broken(entry.name, "rust", entry.stage, f"plan problem: {entry.problem}"))
-                continue
-            if self.cuda is None:
-                out.append(Broken(entry.name, "rust", entry.stage, self.cuda_error or "no CUDA driver bindings"))
+        for stage in spec.stages:
+            name = rust_name(stage)
+            if name in self.skip or "rust" in self.skip:
                 continue
             try:
-                out.append(RustImpl(entry, self.cuda, self.stream, state.bases, spec.output_shape, self.device))
+                out.append(RustImpl(name, spec.op, stage, state.tensors, state.output_shape, self.device))
             except Exception as e:  # noqa: BLE001
-                out.append(Broken(entry.name, "rust", entry.stage, f"{type(e).__name__}: {e}"))
+                out.append(Broken(name, "rust", stage, f"{type(e).__name__}: {e}"))
         tag = f"{spec.index}_{dims_label(spec.dims)}"
+        numel = 1
+        for d in state.output_shape:
+            numel *= d
         for name, kind in BUILTIN_IMPLS[spec.op]:
             if name in self.skip or kind in self.skip:
                 continue
             try:
                 if kind == "torch":
-                    impl = build_torch(spec.op, state.views, spec.output_len, self.device)
+                    impl = build_torch(spec.op, state.views, numel, self.device)
                 elif kind == "torch_compile":
-                    impl = build_torch_compile(spec.op, state.views, spec.output_len, tag, self.device)
+                    impl = build_torch_compile(spec.op, state.views, numel, tag, self.device)
                 elif kind == "cusparse":
-                    impl = build_cusparse(state.views, spec.dims, spec.output_len, self.device)
+                    impl = build_cusparse(state.views, spec.dims, numel, self.device)
                 else:
-                    impl = build_triton(spec.op, name, state.views, spec.output_shape, self.device)
+                    impl = build_triton(spec.op, name, state.views, state.output_shape, self.device)
             except Exception as e:  # noqa: BLE001
                 impl = Broken(name, kind, None, f"{type(e).__name__}: {e}")
             out.append(impl)
@@ -361,16 +240,18 @@ class TorchBackend:
         poison = impl.checked_call()
         out = impl.result()
         spec = state.spec
-        if out.dtype != torch.float32 or out.numel() != spec.output_len:
-            raise ValueError(f"the output is {out.dtype} with {out.numel()} values; expected float32 with {spec.output_len}")
-        block = compare_arrays(out, state.ref, spec.tol_abs, spec.tol_rel)
+        if out.dtype != torch.float32 or list(out.shape) != list(state.output_shape):
+            raise ValueError(f"the output is {out.dtype} {list(out.shape)}; expected float32 {state.output_shape}")
+        block = compare_arrays(out, state.ref, state.tol_abs, state.tol_rel)
         block["poison"] = poison
         return block
 
     def reset_l2(self) -> None:
-        if self.cuda is None:
-            raise CudaError(self.cuda_error or "no CUDA driver bindings")
-        self.cuda.reset_persisting_l2()
+        mage.reset_persisting_l2(self.index)
+
+    def evict_l2(self) -> None:
+        """A memset of 256 MiB on the current stream (not a kernel)."""
+        mage.evict_l2(self.index)
 
     def warm(self, impl, calls: int) -> None:
         for _ in range(calls):
@@ -378,7 +259,7 @@ class TorchBackend:
         torch.cuda.synchronize()
 
     def span(self, impl, samples: int, cold: bool) -> list[float]:
-        return self._spans(impl.call, samples, before=self.evict.zero_ if cold else None)
+        return self._spans(impl.call, samples, before=self.evict_l2 if cold else None)
 
     def b2b(self, impl, calls: int) -> float:
         start, end = self.events
@@ -390,7 +271,9 @@ class TorchBackend:
         end.synchronize()
         return start.elapsed_time(end) * 1e3 / calls
 
-    def kernel_time(self, impl, warmup: int, calls: int) -> dict:
+    def _profiled(self, work) -> dict:
+        """The Chrome trace of `work()` under the PyTorch profiler (CUDA
+        activity: CUPTI kernel records)."""
         from torch.profiler import ProfilerActivity, profile
 
         if not self._profiler_warmed:  # the first session of a process may miss activity: spend it on a probe
@@ -398,17 +281,41 @@ class TorchBackend:
                 self.probe.add_(1.0)
                 torch.cuda.synchronize()
             self._profiler_warmed = True
-        self.warm(impl, warmup)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                impl.call()
+            work()
             torch.cuda.synchronize()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "trace.json")
             prof.export_chrome_trace(path)
             with open(path, encoding="utf-8") as f:
-                trace = json.load(f)
-        return kernel_summary(trace, calls)
+                return json.load(f)
+
+    def kernel_time(self, impl, warmup: int, calls: int) -> dict:
+        self.warm(impl, warmup)
+
+        def work():
+            for _ in range(calls):
+                impl.call()
+
+        return kernel_summary(self._profiled(work), calls)
+
+    def kernel_segments(self, impls: list, per_call: list[int], warmup: int, calls: int, cold: bool) -> list[list[float]]:
+        """Per-call kernel time of consecutive segments (`warmup` unmeasured
+        calls, then `calls` measured ones, of each implementation in turn),
+        all in one profiled run, split by kernels per call."""
+
+        def work():
+            for impl in impls:
+                for _ in range(warmup):
+                    impl.call()
+                for _ in range(calls):
+                    if cold:
+                        self.evict_l2()
+                    impl.call()
+                torch.cuda.synchronize()
+
+        events = kernel_events(self._profiled(work))
+        return split_calls(events, [(warmup, calls, k) for k in per_call])
 
     def compile_token(self, impl):
         if impl.kind != "torch_compile":

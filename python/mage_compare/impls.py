@@ -7,8 +7,8 @@ Every implementation is an object with `name`, `kind`, `stage`,
 * `checked_call()`: poison, one call, synchronise; returns the poison info;
 * `result()`: the output of the last call, shaped like the op's output.
 
-Kinds: `rust` (a manifest plan launched from its PTX through the CUDA
-driver), `triton` (this package's kernels), `torch` (eager PyTorch),
+Kinds: `rust` (a stage launched through the Python module `mage`, the
+same Rust launch path as `cargo xtask run`), `triton` (this package's kernels), `torch` (eager PyTorch),
 `torch_compile` (the eager function through torch.compile) and `cusparse`
 (torch.sparse CSR @ dense, neighbor only). Rust and Triton write into a
 preallocated output of their own; the torch kinds return a new tensor per
@@ -24,16 +24,14 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .manifest import RustEntry
+from .definitions import constant
 from .profparse import fresh_function
-from .ptx import entry_params, pack_params, resolve_args
 
 #: The poison bit pattern (a quiet NaN), as in the Rust runner.
 POISON = 0x7FC0BEEF
 #: Poisoned blocks freed into the caching allocator before a returned-output check.
 POISON_BLOCKS = 3
 COMPILE_WARM_CALLS = 3
-LAYERNORM_EPS = 1e-5
 
 
 def poison_(t: torch.Tensor) -> None:
@@ -143,8 +141,8 @@ def matmul_eager(a, b):
     return torch.matmul(a, b)
 
 
-def layernorm_eager(x, gamma, beta):
-    return F.layer_norm(x, (x.shape[-1],), gamma, beta, LAYERNORM_EPS)
+def layernorm_eager(x, gamma, beta, eps):
+    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
 
 
 def gelu_eager(x, bias):
@@ -164,14 +162,23 @@ def neighbor_cusparse(csr, x):
     return (csr @ x).contiguous()
 
 
+#: The eager function of each op and the inputs it takes, by the registry's role names.
 EAGER = {"matmul": (matmul_eager, ("a", "b")), "layernorm": (layernorm_eager, ("x", "gamma", "beta")),
-         "gelu": (gelu_eager, ("x", "bias")), "triangle": (triangle_eager, ("a", "b")),
+         "gelu": (gelu_eager, ("x", "bias")), "triangle": (triangle_eager, ("A", "B")),
          "neighbor": (neighbor_eager, ("x", "w", "dst64", "indices64"))}
+
+#: Constants of the op's definition the eager function takes after its inputs.
+EAGER_CONSTANTS = {"layernorm": ("eps",)}
+
+
+def eager_args(op: str, views: dict) -> tuple:
+    _, keys = EAGER[op]
+    return tuple(views[k] for k in keys) + tuple(constant(op, c) for c in EAGER_CONSTANTS.get(op, ()))
 
 
 def build_torch(op: str, views: dict, numel: int, device) -> Impl:
-    fn, keys = EAGER[op]
-    impl = Returned("torch", "torch", fn, tuple(views[k] for k in keys), numel, device)
+    fn, _ = EAGER[op]
+    impl = Returned("torch", "torch", fn, eager_args(op, views), numel, device)
     impl.info["function"] = f"mage_compare.impls.{fn.__name__}"
     if op == "neighbor":
         impl.notes.append("rowptr/indices as int64 (converted once, outside timing); destinations expanded once from rowptr")
@@ -179,9 +186,9 @@ def build_torch(op: str, views: dict, numel: int, device) -> Impl:
 
 
 def build_torch_compile(op: str, views: dict, numel: int, tag: str, device) -> Impl:
-    fn, keys = EAGER[op]
+    fn, _ = EAGER[op]
     compiled = torch.compile(fresh_function(fn, tag), dynamic=False, fullgraph=True)
-    impl = Returned("torch_compile", "torch_compile", compiled, tuple(views[k] for k in keys), numel, device)
+    impl = Returned("torch_compile", "torch_compile", compiled, eager_args(op, views), numel, device)
     t0 = time.perf_counter()
     for _ in range(COMPILE_WARM_CALLS):
         impl.call()
@@ -225,11 +232,13 @@ def build_triton(op: str, name: str, views: dict, shape: list[int], device) -> I
     elif op == "matmul" and name == "triton_tuned":
         launch, cfg = (lambda o: tk.matmul_tuned(v["a"], v["b"], o)), None
     elif op == "layernorm":
-        launch, cfg = (lambda o: tk.layernorm(v["x"], v["gamma"], v["beta"], o)), tk.layernorm_config(shape[1])
+        eps = constant("layernorm", "eps")
+        launch, cfg = (lambda o: tk.layernorm(v["x"], v["gamma"], v["beta"], o, eps)), tk.layernorm_config(shape[1])
     elif op == "gelu":
-        launch, cfg = (lambda o: tk.gelu(v["x"], v["bias"], o)), {"BLOCK": 1024, "num_warps": 4}
+        c, cubic = constant("gelu", "sqrt_2_over_pi"), constant("gelu", "cubic")
+        launch, cfg = (lambda o: tk.gelu(v["x"], v["bias"], o, c, cubic)), {"BLOCK": 1024, "num_warps": 4}
     elif op == "triangle":
-        launch, cfg = (lambda o: tk.triangle(v["a"], v["b"], o)), tk.triangle_config(shape[2])
+        launch, cfg = (lambda o: tk.triangle(v["A"], v["B"], o)), tk.triangle_config(shape[2])
     elif op == "neighbor":
         launch, cfg = (lambda o: tk.neighbor(v["x"], v["w"], v["rowptr"], v["indices"], o)), tk.neighbor_config(shape[1])
     else:
@@ -253,37 +262,21 @@ def build_triton(op: str, name: str, views: dict, shape: list[int], device) -> I
 
 
 class RustImpl(Preallocated):
+    """A Mage stage bound once to the op's input tensors and its own
+    output through `mage.prepare` (the Rust launch path of `cargo xtask
+    run`); each call launches its plan on torch's current stream."""
+
     kind = "rust"
 
-    def __init__(self, entry: RustEntry, cuda, stream, bases: list[torch.Tensor], shape: list[int], device):
-        super().__init__(entry.name, entry.stage, shape, device, entry.plan.scratch)
-        self.cuda = cuda
-        self.stream = stream
-        image = entry.ptx_path.read_bytes()
-        text = image.decode("utf-8", errors="replace")
-        module = cuda.load_module(str(entry.ptx_path), image)
-        signatures = entry_params(text)
-        inputs = [b.data_ptr() for b in bases]
-        scratch = [s.data_ptr() for s in self.scratch]
-        self.launches = []
-        self._keep: list = []
-        described = []
-        for i, l in enumerate(entry.plan.launches):
-            params = signatures.get(l.kernel)
-            if params is None:
-                raise ValueError(f"launch {i}: {entry.ptx} has no kernel entry `{l.kernel}` "
-                                 f"(entries: {', '.join(sorted(signatures)) or 'none'})")
-            values = resolve_args(l.kernel, l.args, inputs, self.out.data_ptr(), scratch, params)
-            addr, keep = pack_params(values)
-            func = cuda.function(module, l.kernel)
-            cuda.allow_shared(func, l.shared_bytes)
-            self._keep.append(keep)
-            self.launches.append((func, l.grid, l.block, l.shared_bytes, addr, l.kernel))
-            described.append({"kernel": l.kernel, "grid": list(l.grid), "block": list(l.block),
-                              "shared_bytes": l.shared_bytes, "params": params})
-        self.info.update(ptx=entry.ptx, ptx_sha256=hashlib.sha256(image).hexdigest(),
-                         launches_per_call=len(self.launches), launches=described, scratch=list(entry.plan.scratch))
+    def __init__(self, name: str, op: str, stage: str, tensors: list[torch.Tensor], shape: list[int], device):
+        import mage
+
+        super().__init__(name, stage, shape, device)
+        self.bound = mage.prepare(op, stage, tensors, self.out_view)
+        self.scratch = list(self.bound.scratch)
+        d = self.bound.describe()
+        self.info.update(stage_run=self.bound.stage, by_current=self.bound.by_current,
+                         launches_per_call=self.bound.launches_per_call, launches=d["launches"], scratch=d["scratch"])
 
     def call(self) -> None:
-        for func, grid, block, shared, addr, kernel in self.launches:
-            self.cuda.launch(func, grid, block, shared, self.stream, addr, kernel)
+        self.bound()

@@ -52,6 +52,38 @@ def kernel_summary(trace: dict, calls: int) -> dict:
     }
 
 
+def kernel_events(trace: dict) -> list[tuple[float, float, str]]:
+    """Every kernel event of a Chrome trace as (start µs, duration µs, name),
+    in start order (memcpy and memset events are not kernels)."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    out = [(float(e.get("ts", 0.0)), float(e.get("dur", 0.0)), str(e.get("name", "?")))
+           for e in events if isinstance(e, dict) and e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel"]
+    out.sort(key=lambda k: k[0])
+    return out
+
+
+def split_calls(events: list[tuple[float, float, str]], segments: list[tuple[int, int, int]]) -> list[list[float]]:
+    """Per-call kernel time of consecutive segments of one profiled run.
+
+    `events` are the run's kernel events in start order (one stream, so a
+    call's kernels follow the previous call's); each segment is (warm-up
+    calls, measured calls, kernels per call), in the order they ran. Warm-up
+    calls are skipped; each measured call's kernel durations are summed.
+    Returns one list of per-call µs per segment. The counts must add up to
+    exactly the events seen, or the split would be wrong: ValueError."""
+    want = sum((warm + calls) * k for warm, calls, k in segments)
+    if any(k <= 0 for _, _, k in segments):
+        raise ValueError("every segment needs a positive number of kernels per call")
+    if want != len(events):
+        raise ValueError(f"the profiler saw {len(events)} kernels; the segments launch {want}")
+    out, at = [], 0
+    for warm, calls, k in segments:
+        at += warm * k
+        out.append([sum(d for _, d, _ in events[at + c * k: at + (c + 1) * k]) for c in range(calls)])
+        at += calls * k
+    return out
+
+
 def counter_snapshot(counters: Any, sections: tuple[str, ...] = ("stats", "recompiles")) -> dict:
     """A plain copy of torch._dynamo.utils.counters' sections (without
     creating missing ones in the defaultdict)."""

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import torch
 
-LAYERNORM_EPS = 1e-5
-GELU_C = 0.7978845608028654
-GELU_CUBIC = 0.044715
+from .definitions import constant
+
 AGREE_ABS = 1e-8
 AGREE_REL = 1e-8
 
@@ -47,14 +46,15 @@ def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
         mean = x.mean(dim=1, keepdim=True)
         d = x - mean
         var = (d * d).mean(dim=1, keepdim=True)
-        return d / torch.sqrt(var + LAYERNORM_EPS) * f(v["gamma"]) + f(v["beta"])
+        return d / torch.sqrt(var + constant(op, "eps")) * f(v["gamma"]) + f(v["beta"])
     if op == "gelu":
         z = f(v["x"]) + f(v["bias"])
-        return 0.5 * z * (1.0 + torch.tanh(GELU_C * (z + GELU_CUBIC * z * z * z)))
+        c, cubic = constant(op, "sqrt_2_over_pi"), constant(op, "cubic")
+        return 0.5 * z * (1.0 + torch.tanh(c * (z + cubic * z * z * z)))
     if op == "triangle":
-        return torch.einsum("ikc,jkc->ijc", f(v["a"]), f(v["b"]))
+        return torch.einsum("ikc,jkc->ijc", f(v["A"]), f(v["B"]))
     if op == "neighbor":
-        n, width, edges, _ = dims
+        n, width, edges = dims
         out = torch.zeros((n, width), dtype=torch.float64, device=v["x"].device)
         if edges:
             src = v["indices64"]
@@ -73,7 +73,7 @@ def load_golden(golden_dir: Path, op: str):
     return module.compute, path
 
 
-def build_reference(spec, views: dict, golden_dir: Path | None, use_golden: bool) -> tuple[torch.Tensor, dict]:
+def build_reference(spec, views: dict, output_shape: list[int], golden_dir: Path | None, use_golden: bool) -> tuple[torch.Tensor, dict]:
     """(reference float64 tensor on the GPU, info for the JSON). Raises if
     the golden reference disagrees."""
     t0 = time.perf_counter()
@@ -81,8 +81,11 @@ def build_reference(spec, views: dict, golden_dir: Path | None, use_golden: bool
     torch.cuda.synchronize()
     info = {"primary": "torch float64 on the GPU (mage_compare.reference.torch_reference)",
             "seconds": time.perf_counter() - t0, "golden": None}
-    if ref.numel() != spec.output_len:
-        raise ValueError(f"the reference has {ref.numel()} values; the output has {spec.output_len}")
+    output_len = 1
+    for d in output_shape:
+        output_len *= d
+    if ref.numel() != output_len:
+        raise ValueError(f"the reference has {ref.numel()} values; the output has {output_len}")
     if not use_golden:
         info["golden"] = {"path": None, "error": "skipped (--no-golden)"}
         return ref, info
@@ -103,8 +106,8 @@ def build_reference(spec, views: dict, golden_dir: Path | None, use_golden: bool
     except Exception as e:  # noqa: BLE001 - a broken golden file is reported, the torch reference stands
         g["error"] = f"{type(e).__name__}: {e}"
         return ref, info
-    if arr.size != spec.output_len:
-        raise ValueError(f"{g['path']} returned {arr.size} values; the output has {spec.output_len}")
+    if arr.size != output_len:
+        raise ValueError(f"{g['path']} returned {arr.size} values; the output has {output_len}")
     gt = torch.from_numpy(arr).to(ref.device)
     diff = (gt - ref.reshape(-1)).abs()
     g["max_abs_diff"] = float(diff.max()) if diff.numel() else 0.0

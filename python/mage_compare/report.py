@@ -7,12 +7,12 @@ directory, flushed, fsync'ed and moved over the target with
 (``complete`` true). A reader therefore sees either the previous complete
 write or the new one, never a torn file.
 
-Schema ``mage-compare/1``. Times are microseconds (float); every number
+Schema ``mage-compare/2``. Times are microseconds (float); every number
 that is not measured is null. ``dims`` are the manifest's dims.
 
 Top level::
 
-    schema          "mage-compare/1"
+    schema          "mage-compare/2"
     complete        bool: every phase ran (false in intermediate writes or
                     after an abort; see `error`)
     namespace       str, from the manifest
@@ -25,17 +25,15 @@ Top level::
                     holds what was measured before
     environment     object:
         manifest        the manifest's `environment` block, verbatim
-        python, torch, torch_cuda, triton, numpy, cuda_python, cuda_bindings, cupy:
-                        version strings or null
-        cuda_driver_bindings  "ok" or why cuda.bindings.driver could not be
-                        used (then every Rust implementation has that error)
+        python, torch, torch_cuda, triton, numpy, cupy: version strings or null
+        mage_module     {commit, path}: the Python module `mage` that launched
+                        the Rust stages (its PTX is built in)
         platform        str
         gpu             {name, uuid, capability "9.0", sm_count, l2_bytes,
-                         total_memory_bytes, driver_cuda_version "13.0"}
+                         total_memory_bytes}
         torch_settings  {float32_matmul_precision_before, float32_matmul_precision,
                          matmul_allow_tf32, cudnn_allow_tf32, compile: {mode, fullgraph, dynamic}}
-        l2_persisting_limit_bytes  int or null (CU_LIMIT_PERSISTING_L2_CACHE_SIZE, read only)
-        ptx_sha256      {ptx path as in the manifest: sha256 hex of the file read}
+        ptx_sha256      {package: sha256 hex of its PTX}, from the manifest
         inputs_sha256   {"<label> (<case_dir>)": {file: sha256 hex}}: every verified
                         input (also in ops[].inputs_sha256)
         nvidia_smi      {start: snapshot, end: snapshot}; a snapshot is
@@ -60,9 +58,13 @@ Top level::
         checkpoints [{at: "start" | "after_event_timing" | "after_profiler" | "end",
                       utc, copy_us, copy_samples_us: [float],
                       launch_probe_us, launch_probe_samples_us: [float], error}]
-    ops             one per manifest op, in manifest order:
-        {op, dims, case_dir, label "layernorm 4096x768",
-         inputs_sha256: {file: sha256 hex} | null (verified against inputs.sha256.json),
+    ops             one per manifest workload, in manifest order:
+        {op, dims, generator, label "4096x768" | "4096x64x65536 power-law",
+         case_dir,
+         inputs_sha256: {file: sha256 hex} | null (verified by the Rust
+                         registry against inputs.sha256.json),
+         tolerance: {abs, rel, source}: the op's tolerance for these inputs,
+         current_picks: the stage `current` picks for these inputs,
          reference: {primary: text, golden: {path, seconds, max_abs_diff,
                      agree, error} | null, seconds} | null,
          implementations: [name],
@@ -75,8 +77,8 @@ Top level::
          error: null | str (the op was not run: sha256 mismatch, missing
                 file, unknown op, bad CSR, upload failure...; no results
                 rows exist for it)}
-    results         one per implementation of every op that ran:
-        op, dims, case_dir
+    results         one per implementation of every workload that ran:
+        op, dims, generator, label, case_dir
         implementation  "rust current" | "rust mage-006" | ... | "torch" |
                         "torch_compile" | "triton" | "triton_tuned" | "cusparse"
         kind            "rust" | "torch" | "torch_compile" | "triton" | "cusparse"
@@ -117,9 +119,10 @@ Top level::
         recompiled      null (not torch_compile) | bool: torch.compile's
                         Dynamo counters moved during a timed segment
                         (notes say where)
-        info            object, per kind: rust {ptx, ptx_sha256,
-                        launches_per_call, launches: [{kernel, grid, block,
-                        shared_bytes, params: [ptx types]}], scratch};
+        info            object, per kind: rust {stage_run (the stage that
+                        ran: `current`'s pick for "rust current"),
+                        by_current, launches_per_call, launches: [{kernel,
+                        grid, block, shared_bytes}], scratch};
                         triton {compile_seconds, precision, config} or, for
                         triton_tuned, {compile_seconds (tuning included),
                         precision, best_config: {kwargs, num_warps,
@@ -132,24 +135,29 @@ Top level::
                         implementation with an error has hot and cold null
                         (its times are not kept) except where it failed
                         only its profiler run (then notes say so)
-    verdicts        one per (pair, mode); the automatic pair
+    verdicts        one per (pair, instrument, mode); the automatic pair
                     {a: "rust current", b: "best alternative"} first for
-                    each op that has "rust current", then the manifest's
-                    pairs for that op:
-        op, dims, a, b          names as given ("best alternative" allowed)
+                    each workload that has "rust current", then the
+                    manifest's pairs for that workload:
+        op, dims, label, a, b   names as given ("best alternative" allowed)
         a_implementation, b_implementation   the implementations measured
         auto            bool
         mode            "hot" | "cold"
-        instrument      "span"
+        instrument      "kernel" (per-call GPU kernel time; the verdicts
+                        that say which kernel is faster) | "span" (event
+                        span around one call: the launch path, only where
+                        the manifest asks for span verdicts)
+        instrument_text what the instrument measures
         order           "A-B-B-A"
-        rounds, samples_per_segment   8, 50
+        rounds, samples_per_segment   8, 50 (calls per segment)
         ratios          [float | null]: per round median(A)/median(B)
         median_ratio    float
         spread          {kind: "min-max" | "iqr", low, high}: the spread
                         the verdict used
         iqr, minmax     {low, high}: both spreads of the ratios
         round_medians_us {a: [float], b: [float]}
-        samples_us      {a: [[float] per round], b: [[float] per round]}
+        samples_us      {a: [[float] per round], b: [[float] per round]}:
+                        per-call kernel µs, or span µs
         verdict         "FASTER" (A faster: spread.high < 0.98) |
                         "SLOWER" (spread.low > 1.02) | "SAME" (median in
                         [0.98, 1.02] and spread in [0.95, 1.05]) |

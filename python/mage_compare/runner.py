@@ -5,17 +5,19 @@ fake in the tests) through these phases, in this order, writing the JSON
 report atomically after each:
 
 1. environment, nvidia-smi snapshot and the control kernel (``start``);
-2. per op: read and verify the case (sha256), upload, reference, build
-   every implementation, check each against the reference (output
-   poisoned first), then for the correct ones: hot CUDA-event spans in
-   rotated rounds, hot back-to-back runs, cold spans in rotated rounds
-   (as the mode asks);
+2. per workload: read and verify the case (the Rust registry through
+   the module `mage`: sha256, lengths, the op's own checks), upload,
+   reference, build every implementation, check each against the
+   reference (output poisoned first), then for the correct ones: hot
+   CUDA-event spans in rotated rounds, hot back-to-back runs, cold spans in
+   rotated rounds (as the mode asks);
 3. control (``after_event_timing``);
 4. kernel time from the PyTorch profiler for every correct implementation
    (last of the per-implementation instruments, so that the profiler's
    CUPTI use cannot touch the event spans above);
 5. control (``after_profiler``); verdicts: A-B-B-A interleaved rounds per
-   pair and mode;
+   pair and mode on GPU kernel time (and, where the manifest asks, on
+   event spans, labelled as the launch path);
 6. every implementation checked again (poisoned output) after all timing;
    one that fails loses its times and verdicts;
 7. control (``end``) and nvidia-smi again.
@@ -34,9 +36,8 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import SCHEMA
-from .cases import CaseError, check_csr, read_case, u32_array
 from .manifest import Manifest, OpSpec
-from .ops import BEST_ALTERNATIVE, RUST_CURRENT, dims_label
+from .ops import BEST_ALTERNATIVE, RUST_CURRENT
 from .report import write_report
 from .stats import b2b_summary, median, relative_change, round_sizes, rotate, span_summary
 from .verdict import abba_schedule, verdict_from_rounds
@@ -72,7 +73,7 @@ class Backend(Protocol):  # pragma: no cover - documentation of the interface
     def environment(self) -> dict: ...
     def smi(self) -> dict: ...
     def control(self, samples: int) -> dict: ...
-    def prepare_op(self, spec: OpSpec, datas: list[bytes]) -> Any: ...
+    def prepare_op(self, spec: OpSpec) -> Any: ...
     def implementations(self, state: Any) -> list: ...
     def check(self, state: Any, impl: Any) -> dict: ...
     def reset_l2(self) -> None: ...
@@ -80,6 +81,7 @@ class Backend(Protocol):  # pragma: no cover - documentation of the interface
     def span(self, impl: Any, samples: int, cold: bool) -> list[float]: ...
     def b2b(self, impl: Any, calls: int) -> float: ...
     def kernel_time(self, impl: Any, warmup: int, calls: int) -> dict: ...
+    def kernel_segments(self, impls: list, per_call: list[int], warmup: int, calls: int, cold: bool) -> list[list[float]]: ...
     def compile_token(self, impl: Any) -> Any: ...
     def recompiled(self, impl: Any, token: Any) -> dict: ...
     def release(self, state: Any) -> None: ...
@@ -91,14 +93,17 @@ INSTRUMENTS = {
     "b2b": "CUDA events around back-to-back calls, divided by the call count; microseconds per call",
     "kernel": "PyTorch profiler (Kineto/CUPTI, ProfilerActivity.CUDA): the sum of the durations of kernel events "
               "(memcpy and memset excluded) over the calls, divided by the calls; microseconds per call",
+    "kernel_verdict": "per-call GPU kernel time: every kernel event of one call (PyTorch profiler, CUPTI activity records) "
+                      "summed; one profiled run holds all segments of a verdict, split by kernels per call; L2 eviction "
+                      "in cold mode is a memset, which is not a kernel; microseconds per call",
     "control": "torch copy_ of a 256 MiB device buffer to another (device-to-device), CUDA-event span, median",
     "launch_probe": "torch add_ on a 1-element device tensor, CUDA-event span, median",
 }
 
 MODES_DOC = {
     "hot": "the same input and output buffers every call, nothing evicted between calls (L2 warm)",
-    "cold": "before each span sample a 256 MiB buffer is zeroed (L2 evicted) and the stream synchronised; "
-            "the eviction lies outside the event pair",
+    "cold": "before each span sample (and each call of a cold kernel-time segment) a 256 MiB buffer is memset "
+            "(L2 evicted); for spans the stream is synchronised and the eviction lies outside the event pair",
 }
 
 
@@ -152,7 +157,8 @@ class Session:
             "phases": [
                 "control start", "per op: verify, upload, reference, build, correct_before, hot spans (rotated rounds), "
                 "hot b2b, cold spans (rotated rounds)", "control after_event_timing", "profiler kernel time",
-                "control after_profiler", "verdicts (A-B-B-A)", "correct_after", "control end",
+                "control after_profiler", "verdicts (A-B-B-A, kernel time; span verdicts labelled launch path)",
+                "correct_after", "control end",
             ],
             "rotation": "round r of an op measures its implementations in the order of the list rotated left by r",
             "l2": "before every measurement segment of an implementation the context's persisting L2 lines are reset "
@@ -199,6 +205,8 @@ class Session:
         return {
             "op": spec.op,
             "dims": list(spec.dims),
+            "generator": spec.generator,
+            "label": spec.label,
             "case_dir": spec.case_dir,
             "implementation": impl.name,
             "kind": impl.kind,
@@ -298,32 +306,28 @@ class Session:
                 self._flag(f"nvidia-smi {k} changed from {a.get(k)} at start to {b.get(k)} at end")
 
     def _op_phase(self, spec: OpSpec) -> None:
-        op_entry = {"op": spec.op, "dims": list(spec.dims), "case_dir": spec.case_dir, "label": spec.label,
-                    "inputs_sha256": None, "reference": None, "implementations": [], "round_orders": {"hot": None, "cold": None},
+        op_entry = {"op": spec.op, "dims": list(spec.dims), "generator": spec.generator, "label": spec.label,
+                    "case_dir": spec.case_dir, "inputs_sha256": None, "tolerance": None, "current_picks": None,
+                    "reference": None, "implementations": [], "round_orders": {"hot": None, "cold": None},
                     "best_alternative": None, "notes": [], "error": None}
         self.report["ops"].append(op_entry)
-        self.say(f"[{spec.label}]")
+        self.say(f"[{spec.title}]")
         if spec.problem:
             op_entry["error"] = spec.problem
             self.say(f"  op error: {spec.problem}")
             self.live.append((spec, None, {}))
             return
         try:
-            datas, shas = read_case(spec)
-            op_entry["inputs_sha256"] = shas
-            self.report["environment"].setdefault("inputs_sha256", {})[f"{spec.label} ({spec.case_dir})"] = shas
-            if spec.op == "neighbor":
-                n, _, edges, _ = spec.dims
-                problem = check_csr(n, edges, u32_array(datas[2]), u32_array(datas[3]))
-                if problem:
-                    raise CaseError(f"{spec.case_dir}: not a valid CSR graph: {problem}")
-            state = self.b.prepare_op(spec, datas)
-            del datas
+            state = self.b.prepare_op(spec)
         except Exception as e:  # noqa: BLE001 - an op error, the session goes on
             op_entry["error"] = _err(e)
             self.say(f"  op error: {op_entry['error']}")
             self.live.append((spec, None, {}))
             return
+        op_entry["inputs_sha256"] = getattr(state, "sha256", None)
+        op_entry["tolerance"] = getattr(state, "tolerance", None)
+        op_entry["current_picks"] = getattr(state, "current_picks", None)
+        self.report["environment"].setdefault("inputs_sha256", {})[f"{spec.title} ({spec.case_dir})"] = op_entry["inputs_sha256"]
         op_entry["reference"] = getattr(state, "reference_info", None)
         impls: dict[str, tuple[Any, dict]] = {}
         for impl in self.b.implementations(state):
@@ -440,7 +444,7 @@ class Session:
                 planned = row["info"].get("launches_per_call")
                 if planned is not None and k.get("kernels_per_call") is not None and abs(k["kernels_per_call"] - planned) > 1e-9:
                     row["notes"].append(f"the profiler saw {k['kernels_per_call']} kernels per call; the plan launches {planned}")
-                self.say(f"  {spec.label} {name}: kernel {_fmt(k.get('kernel_us'))} us, {k.get('kernels_per_call')} kernels/call")
+                self.say(f"  {spec.title} {name}: kernel {_fmt(k.get('kernel_us'))} us, {k.get('kernels_per_call')} kernels/call")
 
     def _best_alternative(self, op_entry: dict, impls: dict) -> str | None:
         cands = [(n, row) for n, (impl, row) in impls.items() if row["kind"] != "rust" and self._ok(row)]
@@ -462,6 +466,7 @@ class Session:
     def _verdict_phase(self) -> None:
         self.say("[verdicts]")
         modes = [m for m, on in (("hot", self.m.hot), ("cold", self.m.cold)) if on]
+        instruments = ["kernel"] + (["span"] if self.m.span_verdicts else [])
         for (spec, state, impls), op_entry in zip(self.live, self.report["ops"]):
             if state is None:
                 continue
@@ -471,16 +476,21 @@ class Session:
                 pairs.append((RUST_CURRENT, BEST_ALTERNATIVE, True))
             else:
                 op_entry["notes"].append(f"no `{RUST_CURRENT}` implementation: no automatic verdict")
-            for p in self.m.verdict_pairs:
-                if p.op == spec.op and (p.a, p.b) not in [(a, b) for a, b, _ in pairs]:
-                    pairs.append((p.a, p.b, False))
+            for a, b in spec.pairs:
+                if (a, b) not in [(x, y) for x, y, _ in pairs]:
+                    pairs.append((a, b, False))
             for a, b, auto in pairs:
-                for mode in modes:
-                    self.report["verdicts"].append(self._verdict(spec, impls, a, b, best, auto, mode))
+                for instrument in instruments:
+                    for mode in modes:
+                        self.report["verdicts"].append(self._verdict(spec, impls, a, b, best, auto, mode, instrument))
 
-    def _verdict(self, spec: OpSpec, impls: dict, a: str, b: str, best: str | None, auto: bool, mode: str) -> dict:
-        v = {"op": spec.op, "dims": list(spec.dims), "a": a, "b": b, "a_implementation": None, "b_implementation": None,
-             "auto": auto, "mode": mode, "instrument": "span", "order": "A-B-B-A", "rounds": self.s.verdict_rounds,
+    def _verdict(self, spec: OpSpec, impls: dict, a: str, b: str, best: str | None, auto: bool, mode: str,
+                 instrument: str) -> dict:
+        v = {"op": spec.op, "dims": list(spec.dims), "label": spec.label, "a": a, "b": b, "a_implementation": None,
+             "b_implementation": None, "auto": auto, "mode": mode, "instrument": instrument,
+             "instrument_text": INSTRUMENTS["kernel_verdict" if instrument == "kernel" else "span"]
+             + ("" if instrument == "kernel" else " (launch path, not kernel time)"),
+             "order": "A-B-B-A", "rounds": self.s.verdict_rounds,
              "samples_per_segment": self.s.verdict_samples, "ratios": None, "median_ratio": None, "spread": None,
              "iqr": None, "minmax": None, "round_medians_us": None, "samples_us": None, "verdict": None,
              "note": None, "error": None}
@@ -491,7 +501,7 @@ class Session:
                 v["error"] = f"`{name}`: no correct non-Rust implementation to stand for it"
                 return v
             if real not in impls:
-                v["error"] = f"no implementation named `{real}` for {spec.label} (have: {', '.join(impls)})"
+                v["error"] = f"no implementation named `{real}` for {spec.title} (have: {', '.join(impls)})"
                 return v
             if not self._ok(impls[real][1]):
                 v["error"] = f"`{real}` is not correct or failed: {impls[real][1]['error']}"
@@ -502,20 +512,34 @@ class Session:
             v["error"] = f"`{a}` and `{b}` are the same implementation ({resolved[0]})"
             return v
         arms = {"A": impls[resolved[0]], "B": impls[resolved[1]]}
+        schedule = abba_schedule(self.s.verdict_rounds)
         rounds: list[tuple[list[float], list[float]]] = [([], []) for _ in range(self.s.verdict_rounds)]
         raw = {"a": [[] for _ in range(self.s.verdict_rounds)], "b": [[] for _ in range(self.s.verdict_rounds)]}
         try:
-            for r, pos, arm in abba_schedule(self.s.verdict_rounds):
-                impl, row = arms[arm]
-                xs = self._segment(impl, row, self.s.verdict_samples, mode == "cold", f"verdict {a} vs {b}")
-                rounds[r][0 if arm == "A" else 1].extend(xs)
-                raw["a" if arm == "A" else "b"][r].extend(xs)
+            if instrument == "kernel":
+                per_call = {}
+                for arm, (impl, row) in arms.items():
+                    k = (row["hot"] or {}).get("kernels_per_call")
+                    if k is None or k <= 0 or abs(k - round(k)) > 1e-9:
+                        raise ValueError(f"`{row['implementation']}` has no whole number of kernels per call ({k}); "
+                                         "its calls cannot be told apart in the profile")
+                    per_call[arm] = int(round(k))
+                for impl, row in arms.values():
+                    self._reset_l2(row)
+                segments = self.b.kernel_segments([arms[arm][0] for _, _, arm in schedule], [per_call[arm] for _, _, arm in schedule],
+                                                  self.s.segment_warmup, self.s.verdict_samples, mode == "cold")
+            else:
+                segments = [self._segment(arms[arm][0], arms[arm][1], self.s.verdict_samples, mode == "cold",
+                                          f"verdict {a} vs {b}") for _, _, arm in schedule]
         except Exception as e:  # noqa: BLE001
             v["error"] = f"verdict timing failed: {_err(e)}"
             return v
+        for (r, _, arm), xs in zip(schedule, segments):
+            rounds[r][0 if arm == "A" else 1].extend(xs)
+            raw["a" if arm == "A" else "b"][r].extend(xs)
         v.update(verdict_from_rounds(rounds, spread=self.s.spread))
         v["samples_us"] = raw
-        self.say(f"  {spec.label} {mode}: {a} ({resolved[0]}) / {b} ({resolved[1]}) = {_fmt(v['median_ratio'], 4)} "
+        self.say(f"  {spec.title} {mode} {instrument}: {a} ({resolved[0]}) / {b} ({resolved[1]}) = {_fmt(v['median_ratio'], 4)} "
                  f"[{_fmt(v['spread']['low'], 4)}, {_fmt(v['spread']['high'], 4)}] {v['verdict']}")
         return v
 
@@ -538,11 +562,11 @@ class Session:
                                     f"(max abs err {_g(c['max_abs_err'])}, {c['nan_count']} NaN); its times are not kept")
                     self._void_verdicts(spec, name)
                 else:
-                    self.say(f"  {spec.label} {name}: still correct")
+                    self.say(f"  {spec.title} {name}: still correct")
 
     def _void_verdicts(self, spec: OpSpec, name: str) -> None:
         for v in self.report["verdicts"]:
-            if v["op"] == spec.op and v["dims"] == list(spec.dims) and name in (v["a_implementation"], v["b_implementation"]):
+            if v["op"] == spec.op and v["label"] == spec.label and name in (v["a_implementation"], v["b_implementation"]):
                 for k in ("ratios", "median_ratio", "spread", "iqr", "minmax", "round_medians_us", "samples_us", "verdict"):
                     v[k] = None
                 v["error"] = f"`{name}` failed its correctness check after timing; the verdict is not kept"

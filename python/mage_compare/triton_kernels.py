@@ -8,7 +8,7 @@ fixed tiles (no tuning) except :func:`matmul_tuned`:
   ``matmul_tuned`` autotunes the same kernel over 8 tile configs;
 * layernorm: one program per row, the row held in one block of
   next_pow2(width), shifted by its first element, two-pass
-  mean/variance, eps 1e-5;
+  mean/variance, the registry's eps;
 * gelu: bias + tanh-GELU fused, one program per 1024 elements;
   ``0.5*(1 + tanh(u)) = 1/(1 + exp(-2u))`` so tanh comes from exp;
 * triangle: O[i, j, :] for an 8x8 block of (i, j) and a block of
@@ -23,10 +23,6 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
-
-GELU_C = 0.7978845608028654
-GELU_CUBIC = 0.044715
-LAYERNORM_EPS = 1e-5
 
 #: Largest row block (elements) the held-row kernels accept.
 MAX_ROW_BLOCK = 16384
@@ -134,14 +130,14 @@ def layernorm_config(width: int) -> dict:
     return {"BLOCK": block, "num_warps": min(max(block // 256, 1), 8)}
 
 
-def layernorm(x, gamma, beta, out):
+def layernorm(x, gamma, beta, out, eps):
     rows, width = x.shape
     cfg = layernorm_config(width)
-    _layernorm_kernel[(rows,)](x, gamma, beta, out, width, LAYERNORM_EPS, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
+    _layernorm_kernel[(rows,)](x, gamma, beta, out, width, eps, BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"])
 
 
 @triton.jit
-def _gelu_kernel(x_ptr, bias_ptr, y_ptr, total, width, BLOCK: tl.constexpr):
+def _gelu_kernel(x_ptr, bias_ptr, y_ptr, total, width, c, cubic, BLOCK: tl.constexpr):
     """y = gelu_tanh(x + bias[col]) over the flattened [rows, width] array,
     with 0.5*z*(1 + tanh(u)) computed as z / (1 + exp(-2u))."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -149,15 +145,16 @@ def _gelu_kernel(x_ptr, bias_ptr, y_ptr, total, width, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     bias = tl.load(bias_ptr + offs % width, mask=mask, other=0.0)
     z = x + bias
-    u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
+    u = c * (z + cubic * z * z * z)
     tl.store(y_ptr + offs, z / (1.0 + tl.exp(-2.0 * u)), mask=mask)
 
 
-def gelu(x, bias, out):
+def gelu(x, bias, out, c, cubic):
+    """`c` = sqrt(2/pi) and `cubic` = 0.044715, from the registry."""
     rows, width = x.shape
     total = rows * width
     block = 1024
-    _gelu_kernel[(triton.cdiv(total, block),)](x, bias, out, total, width, BLOCK=block, num_warps=4)
+    _gelu_kernel[(triton.cdiv(total, block),)](x, bias, out, total, width, c, cubic, BLOCK=block, num_warps=4)
 
 
 @triton.jit

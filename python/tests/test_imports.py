@@ -5,11 +5,11 @@ import unittest
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "mage_compare"
-PURE = ["mage_compare", "mage_compare.cli", "mage_compare.runner", "mage_compare.manifest", "mage_compare.cases",
-        "mage_compare.stats", "mage_compare.verdict", "mage_compare.numeric", "mage_compare.ptx", "mage_compare.report",
+PURE = ["mage_compare", "mage_compare.cli", "mage_compare.runner", "mage_compare.manifest", "mage_compare.definitions",
+        "mage_compare.stats", "mage_compare.verdict", "mage_compare.numeric", "mage_compare.report",
         "mage_compare.smi", "mage_compare.profparse", "mage_compare.ops"]
 GPU_ONLY = ["gpu", "impls", "reference", "triton_kernels"]
-HEAVY = ["torch", "triton", "numpy", "cuda", "cupy"]
+HEAVY = ["torch", "triton", "numpy", "cuda", "cupy", "mage"]
 
 
 class Imports(unittest.TestCase):

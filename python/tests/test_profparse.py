@@ -1,6 +1,27 @@
 import unittest
 
-from mage_compare.profparse import counter_diff, counter_snapshot, fresh_function, kernel_summary
+from mage_compare.profparse import counter_diff, counter_snapshot, fresh_function, kernel_events, kernel_summary, split_calls
+
+
+class SplitCalls(unittest.TestCase):
+    def trace(self, durations):
+        # Kernel events out of order, a memset in between (not a kernel).
+        events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 10.0 * i, "dur": d} for i, d in enumerate(durations)]
+        return {"traceEvents": list(reversed(events)) + [{"ph": "X", "cat": "gpu_memset", "ts": 5.0, "dur": 99.0}]}
+
+    def test_segments_split_by_kernels_per_call(self):
+        # Segment A: 1 warm-up + 2 calls of 1 kernel; segment B: 1 warm-up + 2 calls of 2 kernels.
+        ev = kernel_events(self.trace([9, 1, 2, 9, 9, 3, 4, 5, 6]))
+        self.assertEqual([e[1] for e in ev], [9, 1, 2, 9, 9, 3, 4, 5, 6])
+        self.assertEqual(split_calls(ev, [(1, 2, 1), (1, 2, 2)]), [[1.0, 2.0], [7.0, 11.0]])
+
+    def test_counts_that_do_not_add_up_are_an_error(self):
+        ev = kernel_events(self.trace([1, 2, 3]))
+        with self.assertRaises(ValueError) as e:
+            split_calls(ev, [(0, 2, 1)])
+        self.assertIn("saw 3 kernels; the segments launch 2", str(e.exception))
+        with self.assertRaises(ValueError):
+            split_calls(ev, [(0, 3, 0)])
 
 
 class KernelSummary(unittest.TestCase):

@@ -61,14 +61,14 @@ pub fn results_root() -> PathBuf {
 /// beside the binary; in a checkout the extension is built first.
 pub fn python_path() -> Result<Vec<PathBuf>, String> {
     let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("python")));
-    if let Some(dir) = beside.filter(|d| d.join("mage_compare").is_dir() && d.join(crate::ops::EXTENSION_FILE).is_file()) {
+    if let Some(dir) = beside.filter(|d| d.join("mage_compare").is_dir() && d.join(mage_common::tools::EXTENSION_FILE).is_file()) {
         return Ok(vec![dir]);
     }
     let root = mage_common::tools::workspace_root();
     if !root.join("python/mage_compare").is_dir() {
         return Err("python/mage_compare not found beside the binary or in the checkout".into());
     }
-    let ext = crate::ops::build_extension(false)?;
+    let ext = mage_common::tools::build_python_extension(false)?;
     Ok(vec![root.join("python"), ext.parent().expect("a file path").to_path_buf()])
 }
 

@@ -1,6 +1,6 @@
 //! The ops xtask drives (from `mage-runtime`, with their embedded PTX), and the bundle.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 pub use mage_runtime::ops::{all, find, ptx};
@@ -19,35 +19,6 @@ pub fn build_all(packages: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The file name Python imports the extension module `mage` from (the
-/// stable ABI, so one build serves every Python from 3.9 on).
-pub const EXTENSION_FILE: &str = "mage.abi3.so";
-
-/// Builds the Python extension `mage` (crate `mage-python`) and returns the
-/// path of `mage.abi3.so` under `target/python/<profile>/`. Its own target
-/// directory lets a test call this while an outer cargo holds `target/`.
-pub fn build_extension(release: bool) -> Result<PathBuf, String> {
-    let root = mage_common::tools::workspace_root();
-    let target = root.join("target/python");
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(&root).args(["build", "--quiet", "-p", "mage-python", "--target-dir"]).arg(&target);
-    for v in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR"] {
-        cmd.env_remove(v);
-    }
-    if release {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().map_err(|e| format!("cargo build -p mage-python: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo build -p mage-python failed ({status})"));
-    }
-    let profile = if release { "release" } else { "debug" };
-    let dir = target.join(profile);
-    let ext = dir.join(EXTENSION_FILE);
-    std::fs::copy(dir.join("libmage.so"), &ext).map_err(|e| format!("{}: {e}", dir.join("libmage.so").display()))?;
-    Ok(ext)
-}
-
 /// `cargo xtask bundle`: the release binary (PTX inside), the Python
 /// extension and harness, and the fixtures, in one folder to copy to a GPU
 /// machine. There: `./mage sweep layernorm`.
@@ -61,14 +32,14 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     if !status.success() {
         return Err(format!("cargo build --release -p xtask failed ({status})"));
     }
-    let ext = build_extension(true)?;
+    let ext = mage_common::tools::build_python_extension(true)?;
     let out = if out.is_absolute() { out.to_path_buf() } else { root.join(out) };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let bin = out.join("mage");
     std::fs::copy(root.join("target/release/xtask"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
     copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
-    std::fs::copy(&ext, out.join("python").join(EXTENSION_FILE)).map_err(|e| format!("copying the extension: {e}"))?;
+    std::fs::copy(&ext, out.join("python").join(mage_common::tools::EXTENSION_FILE)).map_err(|e| format!("copying the extension: {e}"))?;
     std::fs::write(
         out.join("README.txt"),
         "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",

@@ -218,6 +218,8 @@ struct Call {
     bound: BoundPlan,
     plan: mage_common::op::Plan,
     device: usize,
+    /// The plan's scratch tensors (allocated here), which it writes.
+    scratch: Vec<Py<PyAny>>,
     _keep: Vec<Py<PyAny>>,
 }
 
@@ -245,6 +247,12 @@ impl Call {
     #[getter]
     fn dims(&self) -> Vec<u32> {
         self.dims.clone()
+    }
+    /// The plan's scratch tensors (float32), for a caller that poisons
+    /// every buffer a call writes before checking it.
+    #[getter]
+    fn scratch(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.scratch.iter().map(|t| t.clone_ref(py)).collect()
     }
     /// Kernel launches per call.
     #[getter]
@@ -317,8 +325,8 @@ fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>,
     let bound = device::bind(device, op.package, &plan, &input_ptrs, out.ptr, &scratch_ptrs).map_err(error)?;
     let mut keep: Vec<Py<PyAny>> = inputs.iter().map(|t| t.clone().unbind()).collect();
     keep.push(output.unbind());
-    keep.extend(scratch.into_iter().map(Bound::unbind));
-    Ok(Call { op, picked, dims, bound, plan, device, _keep: keep })
+    let scratch = scratch.into_iter().map(Bound::unbind).collect();
+    Ok(Call { op, picked, dims, bound, plan, device, scratch, _keep: keep })
 }
 
 /// `prepare(...)` then one call; returns the name of the stage that ran.

@@ -21,7 +21,7 @@ impl Tensor {
     pub fn read(obj: &Bound<'_, PyAny>, role: &str, want: Option<Elem>) -> PyResult<Tensor> {
         let kind = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
         if !obj.hasattr("data_ptr")? || !obj.hasattr("is_cuda")? {
-            return Err(error(format!("{role} is a {kind}, not a torch tensor")));
+            return Err(error(format!("{role} is `{kind}`, not a torch tensor")));
         }
         if !obj.getattr("is_cuda")?.extract::<bool>()? {
             return Err(error(format!("{role} is on the CPU; Mage launches on CUDA tensors (.cuda())")));
