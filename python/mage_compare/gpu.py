@@ -239,7 +239,6 @@ class TorchBackend:
     def check(self, state: OpState, impl) -> dict:
         poison = impl.checked_call()
         out = impl.result()
-        spec = state.spec
         if out.dtype != torch.float32 or list(out.shape) != list(state.output_shape):
             raise ValueError(f"the output is {out.dtype} {list(out.shape)}; expected float32 {state.output_shape}")
         block = compare_arrays(out, state.ref, state.tol_abs, state.tol_rel)

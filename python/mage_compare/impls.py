@@ -17,7 +17,6 @@ call, made row-major with `.contiguous()` (a no-op where it already is).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any, Callable
 

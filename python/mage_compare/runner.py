@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -39,7 +39,7 @@ from . import SCHEMA
 from .manifest import Manifest, OpSpec
 from .ops import BEST_ALTERNATIVE, RUST_CURRENT
 from .report import write_report
-from .stats import b2b_summary, median, relative_change, round_sizes, rotate, span_summary
+from .stats import b2b_summary, relative_change, round_sizes, rotate, span_summary
 from .verdict import abba_schedule, verdict_from_rounds
 
 

@@ -3,7 +3,6 @@ that stands in for the GPU (deterministic times, list-based outputs)."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import struct

@@ -1,6 +1,7 @@
 """The Triton kernels (in Triton's CPU interpreter) and the eager PyTorch
-functions against the float64 reference, on small odd shapes. Needs torch
-and triton; skipped where they are not installed (CI). Runs in a
+functions against the float64 reference, on small odd shapes. Needs torch,
+triton and the module `mage` (for the op constants); skipped where they are
+not installed (CI). Runs in a
 subprocess because TRITON_INTERPRET must be set before triton loads."""
 
 import importlib.util
@@ -18,6 +19,9 @@ import torch
 from mage_compare import triton_kernels as tk, impls
 from mage_compare.reference import torch_reference, neighbor_dst, u32_to_int64
 from mage_compare.numeric import compare_arrays
+from mage_compare.definitions import constant
+eps = constant("layernorm", "eps")
+gc, gcubic = constant("gelu", "sqrt_2_over_pi"), constant("gelu", "cubic")
 
 g = torch.Generator().manual_seed(0)
 rn = lambda *s: (torch.randn(*s, generator=g) * 0.25).float()
@@ -40,15 +44,15 @@ for r, w in [(2, 1), (3, 257)]:
     for shift in (0.0, 1000.0):
         x, ga, be = rn(r, w) * (0.04 if shift else 1) + shift, rn(w), rn(w)
         v = {"x": x, "gamma": ga, "beta": be}; ref = torch_reference("layernorm", [r, w], v)
-        o = nan(r, w); tk.layernorm(x, ga, be, o); check(f"triton layernorm {r}x{w}+{shift}", o, ref)
+        o = nan(r, w); tk.layernorm(x, ga, be, o, eps); check(f"triton layernorm {r}x{w}+{shift}", o, ref)
         if not shift:  # PyTorch's own layer_norm loses the 1e-4 contract on mean-1e3 rows; not ours to assert
-            check("torch layernorm", impls.layernorm_eager(x, ga, be), ref)
+            check("torch layernorm", impls.layernorm_eager(x, ga, be, eps), ref)
 for r, w in [(1, 1), (3, 1031)]:
     x, bias = rn(r, w) * 16, rn(w); ref = torch_reference("gelu", [r, w], {"x": x, "bias": bias})
-    o = nan(r, w); tk.gelu(x, bias, o); check(f"triton gelu {r}x{w}", o, ref)
+    o = nan(r, w); tk.gelu(x, bias, o, gc, gcubic); check(f"triton gelu {r}x{w}", o, ref)
     check("torch gelu", impls.gelu_eager(x, bias), ref)
 for n, c in [(1, 1), (9, 37)]:
-    a, b = rn(n, n, c), rn(n, n, c); ref = torch_reference("triangle", [n, c], {"a": a, "b": b})
+    a, b = rn(n, n, c), rn(n, n, c); ref = torch_reference("triangle", [n, c], {"A": a, "B": b})
     o = nan(n, n, c); tk.triangle(a, b, o); check(f"triton triangle {n}x{c}", o, ref)
     check("torch triangle", impls.triangle_eager(a, b), ref)
 for n, w, e in [(7, 9, 23), (5, 3, 0)]:
@@ -57,7 +61,7 @@ for n, w, e in [(7, 9, 23), (5, 3, 0)]:
     idx = torch.randint(0, n, (e,), generator=g).to(torch.int32)
     x, wt = rn(n, w), rn(e); r64, i64 = u32_to_int64(rowptr), u32_to_int64(idx)
     v = {"x": x, "w": wt, "rowptr": rowptr, "indices": idx, "rowptr64": r64, "indices64": i64, "dst64": neighbor_dst(r64, n, e)}
-    ref = torch_reference("neighbor", [n, w, e, 0], v)
+    ref = torch_reference("neighbor", [n, w, e], v)
     o = nan(n, w); tk.neighbor(x, wt, rowptr, idx, o); check(f"triton neighbor {n}x{w}x{e}", o, ref)
     check("torch neighbor", impls.neighbor_eager(x, wt, v["dst64"], i64), ref)
     if e:
@@ -67,7 +71,8 @@ print("ok")
 '''
 
 
-@unittest.skipUnless(importlib.util.find_spec("torch") and importlib.util.find_spec("triton"), "needs torch and triton")
+@unittest.skipUnless(importlib.util.find_spec("torch") and importlib.util.find_spec("triton") and importlib.util.find_spec("mage"),
+                     "needs torch, triton and the extension module mage")
 class KernelsOnCpu(unittest.TestCase):
     def test_kernels_match_the_float64_reference(self):
         r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=HERE, timeout=900)
