@@ -12,6 +12,7 @@
 //! | [`mage_001`] | one thread per output element, walking its row's edges: a heavy row is one long serial chain |
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
+//! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 6 in flight per lane, one kernel (`width % 4 == 0`) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-001 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
 //! # Generators
@@ -47,8 +48,9 @@
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod try_rows;
 
-use mage_common::device::{lane_id, ld_nc_u32, warp_sum};
+use mage_common::device::{F32x4, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_sum};
 
 /// The rows consumed at diagonals `d0` and `d1` of the merge path of
 /// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
@@ -85,6 +87,122 @@ pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u3
         }
     }
     (lo0, lo1)
+}
+
+/// How a warp covers a row of `quads` 16-byte quads: groups of `size`
+/// lanes (the quads rounded up to a power of two, at most 32), lane `slot`
+/// of a group on quad `slot` of a chunk of `size` quads, and the
+/// `groups = 32 / size` groups taking turns over the edges.
+#[derive(Clone, Copy)]
+pub struct QuadGroups {
+    pub size: u32,
+    pub groups: u32,
+    pub group: u32,
+    pub slot: u32,
+}
+
+impl QuadGroups {
+    /// For rows of `quads` quads (at least one).
+    #[inline(always)]
+    pub fn new(quads: u32) -> QuadGroups {
+        let size = quads.min(32).next_power_of_two();
+        let lane = lane_id();
+        QuadGroups { size, groups: 32 / size, group: lane / size, slot: lane % size }
+    }
+
+    /// The sum of every group's `acc`, on every lane: a butterfly across
+    /// groups in a fixed order (the same bits on every lane and every run).
+    #[inline(always)]
+    pub fn combine(self, mut acc: F32x4) -> F32x4 {
+        let mut m = self.size;
+        while m < 32 {
+            acc = acc.zip(acc.map(|v| shuffle_xor(v, m)), |a, b| a + b);
+            m *= 2;
+        }
+        acc
+    }
+}
+
+/// 32 consecutive edges from `base`: lane `l` holds the source row and the
+/// weight of edge `base + l` (zeros from `limit` on). Loaded with two
+/// coalesced loads and handed out by shuffles.
+#[derive(Clone, Copy)]
+pub struct EdgeBatch {
+    pub base: u32,
+    source: u32,
+    weight: f32,
+}
+
+impl EdgeBatch {
+    /// # Safety
+    /// `w` and `indices` must hold at least `limit` entries.
+    #[inline(always)]
+    pub unsafe fn load(w: *const f32, indices: *const u32, base: u32, limit: u32) -> EdgeBatch {
+        let e = base + lane_id();
+        if e < limit {
+            unsafe { EdgeBatch { base, source: ld_nc_u32(indices, e), weight: ld_nc(w, e) } }
+        } else {
+            EdgeBatch { base, source: 0, weight: 0.0 }
+        }
+    }
+}
+
+/// Gathers issued per lane before the first of them is waited on. Six, not
+/// eight: with eight, try-rows needs 78 registers and only 24 of its warps
+/// fit an SM; with six it needs 64 and 32 fit, every row of a 4096-row
+/// graph in one wave, each SM still holding about 96 KB of gathers in flight.
+pub const GATHERS_IN_FLIGHT: u32 = 6;
+
+/// `acc` plus this lane's part of `Σ w[e]·x[indices[e], at_x..at_x + 4]`
+/// over the edges `e..end` (warp-uniform, `batch.base <= e`): group `g`
+/// takes edges `e + g`, `e + g + groups`, ... in order, so each lane's sum
+/// has a fixed order. `batch` is reloaded (up to `limit`) as the edges
+/// pass its end. [`GATHERS_IN_FLIGHT`] 128-bit gathers are issued before
+/// the first multiply-add waits on one; the steps are written out because
+/// LLVM does not unroll a loop holding shuffles.
+///
+/// # Safety
+/// Every lane of the warp must call this with the same `e`, `end`, `limit`
+/// and batch; the edges below `limit` must index rows of `x` (`width`
+/// floats each, `at_x + 4 <= width`, 16-byte aligned).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn accumulate(
+    x: *const f32,
+    w: *const f32,
+    indices: *const u32,
+    width: u32,
+    at_x: u32,
+    lanes: QuadGroups,
+    batch: &mut EdgeBatch,
+    limit: u32,
+    mut e: u32,
+    end: u32,
+    mut acc: F32x4,
+) -> F32x4 {
+    while e < end {
+        if e >= batch.base + 32 {
+            *batch = unsafe { EdgeBatch::load(w, indices, e, limit) };
+        }
+        let stop = end.min(batch.base + 32) - batch.base;
+        let mut k = e - batch.base;
+        while k < stop {
+            // Step u: this group's edge at lane k + u·groups + group of the batch.
+            let fetch = |u: u32| {
+                let at = k + u * lanes.groups + lanes.group;
+                let source = shuffle_idx(f32::from_bits(batch.source), at).to_bits();
+                let weight = shuffle_idx(batch.weight, at);
+                if at < stop { (true, weight, unsafe { ld_nc4(x, source * width + at_x) }) } else { (false, 0.0, F32x4::ZERO) }
+            };
+            let (s0, s1, s2, s3) = (fetch(0), fetch(1), fetch(2), fetch(3));
+            let (s4, s5) = (fetch(4), fetch(5));
+            let add = |acc: F32x4, (ok, weight, v): (bool, f32, F32x4)| if ok { v.zip(acc, |v, a| fma(weight, v, a)) } else { acc };
+            acc = add(add(add(add(add(add(acc, s0), s1), s2), s3), s4), s5);
+            k += GATHERS_IN_FLIGHT * lanes.groups;
+        }
+        e = batch.base + stop;
+    }
+    acc
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -250,7 +368,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_rows::STAGE];
 
     pub static OP: Op = Op {
         name: "neighbor",
