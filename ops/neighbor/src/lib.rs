@@ -13,6 +13,7 @@
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
 //! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 6 in flight per lane, one kernel (`width % 4 == 0`) |
+//! | [`try_red`] | candidate: merge-path shares, bounds found and shared rows zeroed by a small first launch, shared rows summed with `red.global.add.f32` (`width % 4 == 0`) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-001 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
 //! # Generators
@@ -48,6 +49,7 @@
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod try_red;
 pub mod try_rows;
 
 use mage_common::device::{F32x4, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_sum};
@@ -368,7 +370,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_rows::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_rows::STAGE, &try_red::STAGE];
 
     pub static OP: Op = Op {
         name: "neighbor",
