@@ -52,7 +52,7 @@ pub mod mage_003;
 pub mod try_red;
 pub mod try_rows;
 
-use mage_common::device::{F32x4, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_sum};
+use mage_common::device::{F32x4, block_idx_x, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_id, warp_sum};
 
 /// The rows consumed at diagonals `d0` and `d1` of the merge path of
 /// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
@@ -91,7 +91,16 @@ pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u3
     (lo0, lo1)
 }
 
-/// How a warp covers a row of `quads` 16-byte quads: groups of `size`
+/// Warps per block of the stages that give each warp its own piece of work.
+pub const WARPS_PER_BLOCK: u32 = 8;
+
+/// This warp's number in the grid, for blocks of [`WARPS_PER_BLOCK`] warps.
+#[inline(always)]
+pub fn warp_in_grid() -> u32 {
+    block_idx_x() * WARPS_PER_BLOCK + warp_id()
+}
+
+/// How a warp covers a row of `width / 4` 16-byte quads: groups of `size`
 /// lanes (the quads rounded up to a power of two, at most 32), lane `slot`
 /// of a group on quad `slot` of a chunk of `size` quads, and the
 /// `groups = 32 / size` groups taking turns over the edges.
@@ -101,15 +110,37 @@ pub struct QuadGroups {
     pub groups: u32,
     pub group: u32,
     pub slot: u32,
+    quads: u32,
 }
 
 impl QuadGroups {
-    /// For rows of `quads` quads (at least one).
+    /// For rows of `width` floats (a positive multiple of 4).
     #[inline(always)]
-    pub fn new(quads: u32) -> QuadGroups {
+    pub fn new(width: u32) -> QuadGroups {
+        let quads = width / 4;
         let size = quads.min(32).next_power_of_two();
         let lane = lane_id();
-        QuadGroups { size, groups: 32 / size, group: lane / size, slot: lane % size }
+        QuadGroups { size, groups: 32 / size, group: lane / size, slot: lane % size, quads }
+    }
+
+    /// Runs `f(q, at_x)` for each chunk of `size` quads of the row: `q` is
+    /// this lane's quad, `at_x` the first float it gathers. Lanes past the
+    /// last quad gather the last one (valid) and must not store.
+    #[inline(always)]
+    pub fn for_each_chunk(self, mut f: impl FnMut(u32, u32)) {
+        let mut q0 = 0;
+        while q0 < self.quads {
+            let q = q0 + self.slot;
+            f(q, 4 * q.min(self.quads - 1));
+            q0 += self.size;
+        }
+    }
+
+    /// Whether this lane stores quad `q` of a combined sum: the first group's
+    /// lanes, within the row.
+    #[inline(always)]
+    pub fn stores(self, q: u32) -> bool {
+        self.group == 0 && q < self.quads
     }
 
     /// The sum of every group's `acc`, on every lane: a butterfly across
@@ -216,10 +247,18 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
+    use mage_common::Kernel;
     use mage_common::fixtures::{Rng, normal_input};
+    use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::{Dim, DimPlus1};
-    use mage_common::op::{Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, Elem, Generator, HostBuf, Input, Launch, Op, Stage, Workload};
+
+    /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], without
+    /// shared memory.
+    pub fn warp_launch(kernel: &'static Kernel, warps: u32, args: Vec<Arg>) -> Launch {
+        Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes: 0, args }
+    }
 
     /// The in-degree of each row (its edge count), for a degree
     /// distribution of exponent `skew / 1000` (0: uniform).

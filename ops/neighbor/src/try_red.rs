@@ -50,15 +50,23 @@
 //!
 //! Not yet measured on the GPU.
 
-use crate::{EdgeBatch, QuadGroups, accumulate, merge_path};
+use crate::{EdgeBatch, QuadGroups, accumulate, merge_path, warp_in_grid};
 use mage_common::device::neighbor::red_add;
 use mage_common::device::*;
 
-/// Warps per block of both kernels.
-pub const WARPS: u32 = 8;
 /// The number of shares the share size aims at: 24 warps per SM of the
 /// H200, as many as stay resident at the work kernel's 72 registers.
 pub const TARGET_SHARES: u32 = 132 * 24;
+
+/// The number of shares of `items` items of a merge path of `total` items.
+///
+/// # Safety
+/// `items` must be positive (the plan passes a positive share size).
+#[inline(always)]
+pub unsafe fn share_count(total: u32, items: u32) -> u32 {
+    unsafe { core::hint::assert_unchecked(items > 0) };
+    total.div_ceil(items)
+}
 
 /// A window of 32 row ends: lane `l` holds `rowptr[base + 1 + l]`, the end
 /// of row `base + l` (0 past row `last`).
@@ -105,11 +113,9 @@ mage_common::kernel! {
     /// zeroes it in `out`. `items` positive, `width % 4 == 0`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn neighbor_share_bounds(rowptr: *const u32, out: *mut f32, bounds: *mut f32, n: u32, width: u32, edges: u32, items: u32) {
-        // SAFETY: the plan passes a positive share size.
-        unsafe { core::hint::assert_unchecked(items > 0) };
         let total = n + edges;
-        let workers = total.div_ceil(items);
-        let b0 = 2 * (block_idx_x() * WARPS + warp_id());
+        let workers = unsafe { share_count(total, items) };
+        let b0 = 2 * warp_in_grid();
         if b0 > workers {
             return;
         }
@@ -154,24 +160,17 @@ mage_common::kernel! {
         edges: u32,
         items: u32,
     ) {
-        // SAFETY: the plan passes a positive share size.
-        unsafe { core::hint::assert_unchecked(items > 0) };
         let total = n + edges;
-        let workers = total.div_ceil(items);
-        let p = block_idx_x() * WARPS + warp_id();
+        let workers = unsafe { share_count(total, items) };
+        let p = warp_in_grid();
         if p >= workers {
             return;
         }
         let (r0, r1) = unsafe { (ld_nc_u32(bounds, p), ld_nc_u32(bounds, p + 1)) };
         let d0 = p * items;
         let (e0, e1) = (d0 - r0, total.min(d0 + items) - r1);
-        let quads = width / 4;
-        let lanes = QuadGroups::new(quads);
-        let mut q0 = 0;
-        while q0 < quads {
-            let q = q0 + lanes.slot;
-            // Lanes past the last quad gather the last quad (valid) and do not store.
-            let at_x = 4 * q.min(quads - 1);
+        let lanes = QuadGroups::new(width);
+        lanes.for_each_chunk(|q, at_x| {
             let mut batch = unsafe { EdgeBatch::load(w, indices, e0, e1) };
             let mut ends = unsafe { RowEnds::load(rowptr, r0, r1) };
             let (mut r, mut e) = (r0, e0);
@@ -182,7 +181,7 @@ mage_common::kernel! {
                 let part = lanes.combine(part);
                 // Row r0 is shared with the share before (if any), r1 with the one after.
                 let shared = (r == r0 && p > 0) || (r == r1 && p + 1 < workers);
-                if lanes.group == 0 && q < quads {
+                if lanes.stores(q) {
                     let at = r * width + 4 * q;
                     unsafe {
                         if !shared {
@@ -195,16 +194,15 @@ mage_common::kernel! {
                 e = end;
                 r += 1;
             }
-            q0 += lanes.size;
-        }
+        });
     }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Plan, Stage};
+    use crate::warp_launch;
+    use mage_common::op::{Arg, Plan, Stage};
 
     /// Items (rows + edges) per share for these dims.
     pub fn items(d: &[u32]) -> u32 {
@@ -230,20 +228,8 @@ mod host {
         let pairs = (workers + 2) / 2;
         Plan {
             launches: vec![
-                Launch {
-                    kernel: &neighbor_share_bounds::KERNEL,
-                    grid: Dim3::x(pairs.div_ceil(WARPS)),
-                    block: Dim3::x(WARPS * 32),
-                    shared_bytes: 0,
-                    args: find,
-                },
-                Launch {
-                    kernel: &neighbor_share_red::KERNEL,
-                    grid: Dim3::x(workers.div_ceil(WARPS)),
-                    block: Dim3::x(WARPS * 32),
-                    shared_bytes: 0,
-                    args: work,
-                },
+                warp_launch(&neighbor_share_bounds::KERNEL, pairs, find),
+                warp_launch(&neighbor_share_red::KERNEL, workers, work),
             ],
             scratch: vec![workers as usize + 1],
         }

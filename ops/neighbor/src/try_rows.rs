@@ -38,44 +38,35 @@
 //!
 //! Not yet measured on the GPU.
 
-use crate::{EdgeBatch, QuadGroups, accumulate};
+use crate::{EdgeBatch, QuadGroups, accumulate, warp_in_grid};
 use mage_common::device::*;
 
-/// Warps (rows) per block.
-pub const WARPS: u32 = 8;
-
 mage_common::kernel! {
-    /// Warp `block·WARPS + warp` writes row `r` of the `[n, width]` output;
+    /// Warp `r` of the grid writes row `r` of the `[n, width]` output;
     /// `width % 4 == 0`.
     pub unsafe fn neighbor_warp_row(x: *const f32, w: *const f32, rowptr: *const u32, indices: *const u32, out: *mut f32, n: u32, width: u32) {
-        let row = block_idx_x() * WARPS + warp_id();
+        let row = warp_in_grid();
         if row >= n {
             return;
         }
         let (start, end) = unsafe { (ld_nc_u32(rowptr, row), ld_nc_u32(rowptr, row + 1)) };
-        let quads = width / 4;
-        let lanes = QuadGroups::new(quads);
-        let mut q0 = 0;
-        while q0 < quads {
-            let q = q0 + lanes.slot;
-            // Lanes past the last quad gather the last quad (valid) and do not store.
-            let at_x = 4 * q.min(quads - 1);
+        let lanes = QuadGroups::new(width);
+        lanes.for_each_chunk(|q, at_x| {
             let mut batch = unsafe { EdgeBatch::load(w, indices, start, end) };
             let acc = unsafe { accumulate(x, w, indices, width, at_x, lanes, &mut batch, end, start, end, F32x4::ZERO) };
             let acc = lanes.combine(acc);
-            if lanes.group == 0 && q < quads {
+            if lanes.stores(q) {
                 unsafe { st4(out, row * width + 4 * q, acc) };
             }
-            q0 += lanes.size;
-        }
+        });
     }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Stage};
+    use crate::warp_launch;
+    use mage_common::op::{Arg, Stage};
 
     pub fn supports(d: &[u32]) -> bool {
         d[1].is_multiple_of(4)
@@ -87,14 +78,8 @@ mod host {
         kernels: &[&neighbor_warp_row::KERNEL],
         supports,
         plan: |d| {
-            Launch {
-                kernel: &neighbor_warp_row::KERNEL,
-                grid: Dim3::x(d[0].div_ceil(WARPS)),
-                block: Dim3::x(WARPS * 32),
-                shared_bytes: 0,
-                args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])],
-            }
-            .into()
+            let args = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])];
+            warp_launch(&neighbor_warp_row::KERNEL, d[0], args).into()
         },
     };
 }
