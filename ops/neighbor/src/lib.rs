@@ -12,7 +12,7 @@
 //! | [`mage_001`] | one thread per output element, walking its row's edges: a heavy row is one long serial chain |
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
-//! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 6 in flight per lane, one kernel (`width % 4 == 0`) |
+//! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 8 in flight per lane, one kernel (`width % 4 == 0`) |
 //! | [`try_red`] | candidate: merge-path shares, bounds found and shared rows zeroed by a small first launch, shared rows summed with `red.global.add.f32` (`width % 4 == 0`) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-001 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
@@ -180,11 +180,12 @@ impl EdgeBatch {
     }
 }
 
-/// Gathers issued per lane before the first of them is waited on. Six, not
-/// eight: with eight, try-rows needs 78 registers and only 24 of its warps
-/// fit an SM; with six it needs 64 and 32 fit, every row of a 4096-row
-/// graph in one wave, each SM still holding about 96 KB of gathers in flight.
-pub const GATHERS_IN_FLIGHT: u32 = 6;
+/// Gathers issued per lane before the first of them is waited on. Between
+/// issue and use only the gathered quads stay live (each weight is
+/// shuffled out of the batch again at its multiply-add), so with eight
+/// try-rows and try-red's work kernel need 56 registers and 32 warps fit an
+/// SM (with the weights held, eight needed 78 registers and 24 warps).
+pub const GATHERS_IN_FLIGHT: u32 = 8;
 
 /// `acc` plus this lane's part of `Σ w[e]·x[indices[e], at_x..at_x + 4]`
 /// over the edges `e..end` (warp-uniform, `batch.base <= e`): group `g`
@@ -220,17 +221,22 @@ pub unsafe fn accumulate(
         let stop = end.min(batch.base + 32) - batch.base;
         let mut k = e - batch.base;
         while k < stop {
-            // Step u: this group's edge at lane k + u·groups + group of the batch.
+            // Step u: this group's edge at lane k + u·groups + group of the
+            // batch. Its weight is shuffled out again when the gather is
+            // used, so that only the gathered quads stay live meanwhile.
+            let at = |u: u32| k + u * lanes.groups + lanes.group;
             let fetch = |u: u32| {
-                let at = k + u * lanes.groups + lanes.group;
-                let source = shuffle_idx(f32::from_bits(batch.source), at).to_bits();
-                let weight = shuffle_idx(batch.weight, at);
-                if at < stop { (true, weight, unsafe { ld_nc4(x, source * width + at_x) }) } else { (false, 0.0, F32x4::ZERO) }
+                let source = shuffle_idx(f32::from_bits(batch.source), at(u)).to_bits();
+                if at(u) < stop { unsafe { ld_nc4(x, source * width + at_x) } } else { F32x4::ZERO }
             };
             let (s0, s1, s2, s3) = (fetch(0), fetch(1), fetch(2), fetch(3));
-            let (s4, s5) = (fetch(4), fetch(5));
-            let add = |acc: F32x4, (ok, weight, v): (bool, f32, F32x4)| if ok { v.zip(acc, |v, a| fma(weight, v, a)) } else { acc };
-            acc = add(add(add(add(add(add(acc, s0), s1), s2), s3), s4), s5);
+            let (s4, s5, s6, s7) = (fetch(4), fetch(5), fetch(6), fetch(7));
+            let add = |acc: F32x4, u: u32, v: F32x4| {
+                let weight = shuffle_idx(batch.weight, at(u));
+                if at(u) < stop { v.zip(acc, |v, a| fma(weight, v, a)) } else { acc }
+            };
+            acc = add(add(add(add(acc, 0, s0), 1, s1), 2, s2), 3, s3);
+            acc = add(add(add(add(acc, 4, s4), 5, s5), 6, s6), 7, s7);
             k += GATHERS_IN_FLIGHT * lanes.groups;
         }
         e = batch.base + stop;

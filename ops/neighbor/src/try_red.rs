@@ -19,7 +19,7 @@
 //!   instead of the search on its own critical path), then loads the ends
 //!   of up to 32 of its rows with one coalesced load and its edges in
 //!   batches of 32, and walks its rows with the gather loop of try-rows (lane
-//!   groups, 128-bit gathers, 6 in flight per lane). A row inside the share
+//!   groups, 128-bit gathers, 8 in flight per lane). A row inside the share
 //!   is stored; a boundary row gets its part added with `red.global.add.f32`
 //!   (fire and forget: nothing waits for it), so no second pass over the
 //!   carries and no serial chain: the hub's 440 parts land in L2's atomic
@@ -41,10 +41,10 @@
 //! Prediction on the default power-law graph (4096x64, 65,536 edges, 2,176
 //! shares of 32 items): bounds about 1.5 µs (three search steps, the first
 //! ones hitting L1), work about 4 µs (one load of bounds, one of row ends
-//! and edges, then per row one to three rounds of gathers, under 16.8 MB of
+//! and edges, then per row one or two rounds of gathers, under 16.8 MB of
 //! gathers at about 7 TB/s), about 5.5 µs in all against mage-002's 18.1.
-//! On 1M edges (about 3,170 shares of 352 items, 24 warps per SM: all that
-//! fit at 72 registers) it is bound by L2 bandwidth like the others, about
+//! On 1M edges (about 4,220 shares of 264 items, 32 warps per SM: all that
+//! fit at 56 registers) it is bound by L2 bandwidth like the others, about
 //! 40 µs of work plus about 2 µs of bounds, uniform or power-law (mage-003
 //! 42.9 uniform, mage-002 74.0 power-law). Needs `width % 4 == 0`.
 //!
@@ -54,9 +54,9 @@ use crate::{EdgeBatch, QuadGroups, accumulate, merge_path, warp_in_grid};
 use mage_common::device::neighbor::red_add;
 use mage_common::device::*;
 
-/// The number of shares the share size aims at: 24 warps per SM of the
-/// H200, as many as stay resident at the work kernel's 72 registers.
-pub const TARGET_SHARES: u32 = 132 * 24;
+/// The number of shares the share size aims at: 32 warps per SM of the
+/// H200, as many as stay resident at the work kernel's 56 registers.
+pub const TARGET_SHARES: u32 = 132 * 32;
 
 /// The number of shares of `items` items of a merge path of `total` items.
 ///

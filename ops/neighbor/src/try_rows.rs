@@ -14,22 +14,22 @@
 //! * the warp splits into groups of lanes, one lane per 16-byte quad of a
 //!   row of `x` (at width 64: two groups of 16), the groups taking
 //!   alternate edges, and each lane issues
-//!   [`GATHERS_IN_FLIGHT`](crate::GATHERS_IN_FLIGHT) (6)
-//!   `ld.global.nc.v4.f32` before its first multiply-add waits: a row of the
-//!   default uniform graph (16 edges on average, 8 per lane) is one batch
-//!   load and two rounds of gathers;
+//!   [`GATHERS_IN_FLIGHT`](crate::GATHERS_IN_FLIGHT) (8)
+//!   `ld.global.nc.v4.f32` before its first multiply-add waits: a row of up
+//!   to 16 edges (the default uniform graph's mean) is one batch load and
+//!   one round of gathers;
 //! * the groups' sums meet in a `shfl.xor` butterfly and the first group
 //!   stores the row with 128-bit stores.
 //!
-//! Prediction at 4096x64 with 65,536 uniform edges: 64 registers, so 32
-//! warps fit an SM and all 4,096 rows run in one wave; each SM holds about
-//! 96 KB of gathers in flight, several times what keeps L2 busy. The
-//! critical path is rowptr, the edge batch, two rounds of gathers and the
-//! store, under the 16.8 MB of gathers from L2 (about 2.4 µs at 7 TB/s):
-//! about 3 to 3.5 µs of kernel time against mage-001's 4.94. On 65,536
+//! Prediction at 4096x64 with 65,536 uniform edges: 56 registers, so 32
+//! warps fit an SM and all 4,096 rows run in one wave; each SM holds up to
+//! 128 KB of gathers in flight, several times what keeps L2 busy. The
+//! critical path is rowptr, the edge batch, one or two rounds of gathers
+//! and the store, under the 16.8 MB of gathers from L2 (about 2.4 µs at
+//! 7 TB/s): about 3 µs of kernel time against mage-001's 4.94. On 65,536
 //! rows and 1M uniform edges, bound by L2 bandwidth: about 40 µs against
 //! mage-003's 42.9 (two kernels). A heavy row is one warp's serial work
-//! (14,000 edges: about 1,200 rounds of gathers), so this stage is for
+//! (14,000 edges: about 900 rounds of gathers), so this stage is for
 //! graphs without heavy rows only.
 //!
 //! Each group sums its edges in order and the groups meet in a fixed
