@@ -33,10 +33,14 @@
 //! land in whatever order the hardware applies the adds, so those rows may
 //! differ in their last bits from run to run and between the GPU and the
 //! emulator (which also adds in arrival order); rows inside a share are
-//! deterministic. The data-derived tolerance still holds: a boundary row
-//! of `k` parts adds `k` roundings no larger than `u·|partial sum|`, where a
-//! serial sum adds one per edge; and `red.global.add.f32` flushes subnormal
-//! inputs and results to zero, which moves a sum by less than 2^-126.
+//! deterministic. The data-derived tolerance is meant to cover it: a
+//! boundary row of `k` parts adds `k` roundings, each at most `u` times a
+//! sum of some of the row's parts, where a serial sum rounds once per edge
+//! at its edge-order partial sums; on data like the generators' both kinds
+//! of partial sums have the same size (a row whose parts cancel in edge
+//! order but not in another order could exceed it; no test builds one).
+//! `red.global.add.f32` flushes subnormal inputs and results to zero, which
+//! moves a sum by less than 2^-126 per add.
 //!
 //! Prediction on the default power-law graph (4096x64, 65,536 edges, 2,176
 //! shares of 32 items): bounds about 1.5 µs (three search steps, the first
