@@ -67,7 +67,7 @@ pub const TARGET_SHARES: u32 = 132 * 32;
 /// # Safety
 /// `items` must be positive (the plan passes a positive share size).
 #[inline(always)]
-pub unsafe fn share_count(total: u32, items: u32) -> u32 {
+unsafe fn share_count(total: u32, items: u32) -> u32 {
     unsafe { core::hint::assert_unchecked(items > 0) };
     total.div_ceil(items)
 }
