@@ -589,3 +589,5 @@ pub unsafe fn cp_async_ca_16_zfill(offset: u32, src: *const f32, i: u32, src_byt
         emu::shared_store::<F32x4>(offset, v)
     }
 }
+
+pub mod neighbor;

@@ -206,6 +206,19 @@ pub(crate) unsafe fn global_store<T: Copy>(p: *mut T, v: T) {
     unsafe { p.write(v) }
 }
 
+/// An atomic read-modify-write of the global word at `p`, checked as a
+/// store; returns the old word.
+///
+/// # Safety
+/// `p` must be valid for reads and writes once the check passes, and
+/// touched by other threads of the launch only atomically.
+pub(crate) unsafe fn global_atomic_update(p: *mut u32, f: impl Fn(u32) -> u32) -> u32 {
+    check_global(block(), p as usize, 4, 4, true);
+    // SAFETY: in bounds and aligned (checked); every access is atomic.
+    let word = unsafe { AtomicU32::from_ptr(p) };
+    word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))).unwrap_or_else(|v| v)
+}
+
 fn check_shared(b: &Block, offset: u32, size: u32, store: bool) {
     let what = if store { "store" } else { "load" };
     if offset % size != 0 {

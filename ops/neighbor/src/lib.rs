@@ -12,6 +12,8 @@
 //! | [`mage_001`] | one thread per output element, walking its row's edges: a heavy row is one long serial chain |
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
+//! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 8 in flight per lane, one kernel (`width % 4 == 0`) |
+//! | [`try_red`] | candidate: merge-path shares, bounds found and shared rows zeroed by a small first launch, shared rows summed with `red.global.add.f32` (`width % 4 == 0`) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-001 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
 //! # Generators
@@ -47,6 +49,200 @@
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod try_red;
+pub mod try_rows;
+
+use mage_common::device::{F32x4, block_idx_x, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_id, warp_sum};
+
+/// The rows consumed at diagonals `d0` and `d1` of the merge path of
+/// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
+/// `rowptr[i + 1] + i + 1 <= d` (a condition true for a prefix of rows,
+/// the tie going to the row end). Lanes 0–15 probe 16 pivots of the first
+/// search and lanes 16–31 of the second; one warp sum counts both (the
+/// second weighted by 32), so every lane holds both ranges and the loop is
+/// warp-uniform.
+///
+/// # Safety
+/// `rowptr` must hold `n + 1` entries; every lane of the warp must call this.
+#[inline(always)]
+pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u32) -> (u32, u32) {
+    let lane = lane_id();
+    let (mut lo0, mut hi0) = (d0.saturating_sub(edges), d0.min(n));
+    let (mut lo1, mut hi1) = (d1.saturating_sub(edges), d1.min(n));
+    // Each answer lies in [lo, hi]: rows below lo are consumed; row hi is
+    // not, or hi is the end of the range.
+    while lo0 < hi0 || lo1 < hi1 {
+        let (s0, s1) = ((hi0 - lo0).div_ceil(16), (hi1 - lo1).div_ceil(16));
+        let (lo, hi, s, d, weight) = if lane < 16 { (lo0, hi0, s0, d0, 1.0) } else { (lo1, hi1, s1, d1, 32.0) };
+        // Lane l of a half probes the last row of the l-th of 16 slices of `s` rows.
+        let probe = lo + (lane % 16 + 1) * s;
+        let below = s > 0 && probe <= hi && unsafe { ld_nc_u32(rowptr, probe) } + probe <= d;
+        let sum = warp_sum(if below { weight } else { 0.0 }) as u32;
+        let (c0, c1) = (sum % 32, sum / 32);
+        if s0 > 0 {
+            hi0 = hi0.min(lo0 + (c0 + 1) * s0 - 1);
+            lo0 += c0 * s0;
+        }
+        if s1 > 0 {
+            hi1 = hi1.min(lo1 + (c1 + 1) * s1 - 1);
+            lo1 += c1 * s1;
+        }
+    }
+    (lo0, lo1)
+}
+
+/// Warps per block of the stages that give each warp its own piece of work.
+pub const WARPS_PER_BLOCK: u32 = 8;
+
+/// This warp's number in the grid, for blocks of [`WARPS_PER_BLOCK`] warps.
+#[inline(always)]
+pub fn warp_in_grid() -> u32 {
+    block_idx_x() * WARPS_PER_BLOCK + warp_id()
+}
+
+/// How a warp covers a row of `width / 4` 16-byte quads: groups of `size`
+/// lanes (the quads rounded up to a power of two, at most 32), lane `slot`
+/// of a group on quad `slot` of a chunk of `size` quads, and the
+/// `groups = 32 / size` groups taking turns over the edges.
+#[derive(Clone, Copy)]
+pub struct QuadGroups {
+    pub size: u32,
+    pub groups: u32,
+    pub group: u32,
+    pub slot: u32,
+    quads: u32,
+}
+
+impl QuadGroups {
+    /// For rows of `width` floats (a positive multiple of 4).
+    #[inline(always)]
+    pub fn new(width: u32) -> QuadGroups {
+        let quads = width / 4;
+        let size = quads.min(32).next_power_of_two();
+        let lane = lane_id();
+        QuadGroups { size, groups: 32 / size, group: lane / size, slot: lane % size, quads }
+    }
+
+    /// Runs `f(q, at_x)` for each chunk of `size` quads of the row: `q` is
+    /// this lane's quad, `at_x` the first float it gathers. Lanes past the
+    /// last quad gather the last one (valid) and must not store.
+    #[inline(always)]
+    pub fn for_each_chunk(self, mut f: impl FnMut(u32, u32)) {
+        let mut q0 = 0;
+        while q0 < self.quads {
+            let q = q0 + self.slot;
+            f(q, 4 * q.min(self.quads - 1));
+            q0 += self.size;
+        }
+    }
+
+    /// Whether this lane stores quad `q` of a combined sum: the first group's
+    /// lanes, within the row.
+    #[inline(always)]
+    pub fn stores(self, q: u32) -> bool {
+        self.group == 0 && q < self.quads
+    }
+
+    /// The sum of every group's `acc`, on every lane: a butterfly across
+    /// groups in a fixed order (the same bits on every lane and every run).
+    #[inline(always)]
+    pub fn combine(self, mut acc: F32x4) -> F32x4 {
+        let mut m = self.size;
+        while m < 32 {
+            acc = acc.zip(acc.map(|v| shuffle_xor(v, m)), |a, b| a + b);
+            m *= 2;
+        }
+        acc
+    }
+}
+
+/// 32 consecutive edges from `base`: lane `l` holds the source row and the
+/// weight of edge `base + l` (zeros from `limit` on). Loaded with two
+/// coalesced loads and handed out by shuffles.
+#[derive(Clone, Copy)]
+pub struct EdgeBatch {
+    pub base: u32,
+    source: u32,
+    weight: f32,
+}
+
+impl EdgeBatch {
+    /// # Safety
+    /// `w` and `indices` must hold at least `limit` entries.
+    #[inline(always)]
+    pub unsafe fn load(w: *const f32, indices: *const u32, base: u32, limit: u32) -> EdgeBatch {
+        let e = base + lane_id();
+        if e < limit {
+            unsafe { EdgeBatch { base, source: ld_nc_u32(indices, e), weight: ld_nc(w, e) } }
+        } else {
+            EdgeBatch { base, source: 0, weight: 0.0 }
+        }
+    }
+}
+
+/// Gathers issued per lane before the first of them is waited on. Between
+/// issue and use only the gathered quads stay live (each weight is
+/// shuffled out of the batch again at its multiply-add), so with eight
+/// try-rows and try-red's work kernel need 56 registers and 32 warps fit an
+/// SM (with the weights held, eight needed 78 registers and 24 warps).
+pub const GATHERS_IN_FLIGHT: u32 = 8;
+
+/// `acc` plus this lane's part of `Σ w[e]·x[indices[e], at_x..at_x + 4]`
+/// over the edges `e..end` (warp-uniform, `batch.base <= e`): group `g`
+/// takes edges `e + g`, `e + g + groups`, ... in order, so each lane's sum
+/// has a fixed order. `batch` is reloaded (up to `limit`) as the edges
+/// pass its end. [`GATHERS_IN_FLIGHT`] 128-bit gathers are issued before
+/// the first multiply-add waits on one; the steps are written out because
+/// LLVM does not unroll a loop holding shuffles.
+///
+/// # Safety
+/// Every lane of the warp must call this with the same `e`, `end`, `limit`
+/// and batch; the edges below `limit` must index rows of `x` (`width`
+/// floats each, `at_x + 4 <= width`, 16-byte aligned).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn accumulate(
+    x: *const f32,
+    w: *const f32,
+    indices: *const u32,
+    width: u32,
+    at_x: u32,
+    lanes: QuadGroups,
+    batch: &mut EdgeBatch,
+    limit: u32,
+    mut e: u32,
+    end: u32,
+    mut acc: F32x4,
+) -> F32x4 {
+    while e < end {
+        if e >= batch.base + 32 {
+            *batch = unsafe { EdgeBatch::load(w, indices, e, limit) };
+        }
+        let stop = end.min(batch.base + 32) - batch.base;
+        let mut k = e - batch.base;
+        while k < stop {
+            // Step u: this group's edge at lane k + u·groups + group of the
+            // batch. Its weight is shuffled out again when the gather is
+            // used, so that only the gathered quads stay live meanwhile.
+            let at = |u: u32| k + u * lanes.groups + lanes.group;
+            let fetch = |u: u32| {
+                let source = shuffle_idx(f32::from_bits(batch.source), at(u)).to_bits();
+                if at(u) < stop { unsafe { ld_nc4(x, source * width + at_x) } } else { F32x4::ZERO }
+            };
+            let (s0, s1, s2, s3) = (fetch(0), fetch(1), fetch(2), fetch(3));
+            let (s4, s5, s6, s7) = (fetch(4), fetch(5), fetch(6), fetch(7));
+            let add = |acc: F32x4, u: u32, v: F32x4| {
+                let weight = shuffle_idx(batch.weight, at(u));
+                if at(u) < stop { v.zip(acc, |v, a| fma(weight, v, a)) } else { acc }
+            };
+            acc = add(add(add(add(acc, 0, s0), 1, s1), 2, s2), 3, s3);
+            acc = add(add(add(add(acc, 4, s4), 5, s5), 6, s6), 7, s7);
+            k += GATHERS_IN_FLIGHT * lanes.groups;
+        }
+        e = batch.base + stop;
+    }
+    acc
+}
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -57,10 +253,18 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
+    use mage_common::Kernel;
     use mage_common::fixtures::{Rng, normal_input};
+    use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::{Dim, DimPlus1};
-    use mage_common::op::{Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, Elem, Generator, HostBuf, Input, Launch, Op, Stage, Workload};
+
+    /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], without
+    /// shared memory.
+    pub fn warp_launch(kernel: &'static Kernel, warps: u32, args: Vec<Arg>) -> Launch {
+        Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes: 0, args }
+    }
 
     /// The in-degree of each row (its edge count), for a degree
     /// distribution of exponent `skew / 1000` (0: uniform).
@@ -211,7 +415,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_rows::STAGE, &try_red::STAGE];
 
     pub static OP: Op = Op {
         name: "neighbor",

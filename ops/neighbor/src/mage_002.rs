@@ -45,6 +45,7 @@
 //! on the power-law graph (mage-001 925.0) and 10.10 µs on the uniform one;
 //! 73.1 µs at 1M power-law edges (mage-001 16,590).
 
+use crate::merge_path;
 use mage_common::device::*;
 
 /// Warps per block of the main kernel.
@@ -55,43 +56,6 @@ pub const COLS: u32 = 64;
 pub const FIX_THREADS: u32 = 256;
 /// The number of warps the share size aims at: 32 per SM of the H200.
 pub const TARGET_WARPS: u32 = 132 * 32;
-
-/// The rows consumed at diagonals `d0` and `d1` of the merge path of
-/// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
-/// `rowptr[i + 1] + i + 1 <= d` (a condition true for a prefix of rows,
-/// the tie going to the row end). Lanes 0–15 probe 16 pivots of the first
-/// search and lanes 16–31 of the second; one warp sum counts both (the
-/// second weighted by 32), so every lane holds both ranges and the loop is
-/// warp-uniform.
-///
-/// # Safety
-/// `rowptr` must hold `n + 1` entries; every lane of the warp must call this.
-#[inline(always)]
-pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u32) -> (u32, u32) {
-    let lane = lane_id();
-    let (mut lo0, mut hi0) = (d0.saturating_sub(edges), d0.min(n));
-    let (mut lo1, mut hi1) = (d1.saturating_sub(edges), d1.min(n));
-    // Each answer lies in [lo, hi]: rows below lo are consumed; row hi is
-    // not, or hi is the end of the range.
-    while lo0 < hi0 || lo1 < hi1 {
-        let (s0, s1) = ((hi0 - lo0).div_ceil(16), (hi1 - lo1).div_ceil(16));
-        let (lo, hi, s, d, weight) = if lane < 16 { (lo0, hi0, s0, d0, 1.0) } else { (lo1, hi1, s1, d1, 32.0) };
-        // Lane l of a half probes the last row of the l-th of 16 slices of `s` rows.
-        let probe = lo + (lane % 16 + 1) * s;
-        let below = s > 0 && probe <= hi && unsafe { ld_nc_u32(rowptr, probe) } + probe <= d;
-        let sum = warp_sum(if below { weight } else { 0.0 }) as u32;
-        let (c0, c1) = (sum % 32, sum / 32);
-        if s0 > 0 {
-            hi0 = hi0.min(lo0 + (c0 + 1) * s0 - 1);
-            lo0 += c0 * s0;
-        }
-        if s1 > 0 {
-            hi1 = hi1.min(lo1 + (c1 + 1) * s1 - 1);
-            lo1 += c1 * s1;
-        }
-    }
-    (lo0, lo1)
-}
 
 mage_common::kernel! {
     /// Warp `p` = `block·WARPS + warp` walks items `p·items .. (p + 1)·items`

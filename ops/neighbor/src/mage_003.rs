@@ -32,7 +32,8 @@
 //! uniform and 19.15 µs power-law at 65,536 edges; 42.62 µs on 1M uniform
 //! edges (mage-002 55.86, mage-001 50.94), 77.4 µs on 1M power-law edges.
 
-use crate::mage_002::{WARPS, merge_path};
+use crate::mage_002::WARPS;
+use crate::merge_path;
 use mage_common::device::*;
 
 /// Edge steps per iteration of the gather loop (written out as four `fetch`es).

@@ -1,12 +1,12 @@
 //! Every neighbour-sum stage, and `current`, on the emulator against the f64
 //! reference, on graphs built to break them: empty rows, one heavy row,
-//! repeated indices, no edges at all; mage-002 and mage-003 also with tiny
-//! shares so that rows split across many warps. And the CSR checks, each malformed
+//! repeated indices, no edges at all; mage-002, mage-003 and try-red also
+//! with tiny shares so that rows split across many warps. And the CSR checks, each malformed
 //! graph rejected with its message before any launch.
 
 use mage_common::fixtures::Rng;
 use mage_common::op::{HostBuf, Op, check_current, check_plan, check_stage, emulate};
-use mage_neighbor::{OP, POWER_LAW_SKEW, STAGES, current, degrees, mage_002, mage_003, reference, rowptr_of};
+use mage_neighbor::{OP, POWER_LAW_SKEW, STAGES, current, degrees, mage_002, mage_003, reference, rowptr_of, try_red};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -79,6 +79,10 @@ fn check_all(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
         if mage_003::supports(dims) {
             check_plan(&OP, &mage_003::plan_with(dims, items), dims, inputs)
                 .map_err(|e| format!("mage-003 with {items} items per warp at {}: {e}", Op::dims_label(dims)))?;
+        }
+        if try_red::supports(dims) {
+            check_plan(&OP, &try_red::plan_with(dims, items), dims, inputs)
+                .map_err(|e| format!("try-red with {items} items per share at {}: {e}", Op::dims_label(dims)))?;
         }
     }
     Ok(())

@@ -1,0 +1,32 @@
+//! Device vocabulary added for the neighbour sum: an atomic f32 add to
+//! global memory.
+
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::emu;
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+
+/// `red.global.add.f32`: adds `v` to `p[i]` atomically (relaxed, GPU scope)
+/// and returns nothing. As PTX defines it on global memory, it rounds to
+/// nearest even and flushes subnormal inputs and results to sign-preserving
+/// zero; the emulator does the same. The order in which the adds of
+/// different threads land is not defined, so a sum built from several
+/// `red_add`s may differ in its last bits from run to run.
+///
+/// # Safety
+/// `p[i]` must lie in a writable buffer of the launch that threads touch
+/// only through `red_add` during it.
+#[inline(always)]
+pub unsafe fn red_add(p: *mut f32, i: u32, v: f32) {
+    let a = p.wrapping_add(i as usize);
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        asm!("red.global.add.f32 [{a}], {v};", a = in(reg64) a, v = in(reg32) v, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let ftz = |x: f32| if x.is_subnormal() { f32::from_bits(x.to_bits() & 0x8000_0000) } else { x };
+        // SAFETY: the emulator checks the address as it would a store.
+        unsafe { emu::global_atomic_update(a as *mut u32, |old| ftz(ftz(f32::from_bits(old)) + ftz(v)).to_bits()) };
+    }
+}

@@ -1,0 +1,88 @@
+//! try-rows: one warp per row, 128-bit gathers spread over lane groups,
+//! one kernel (a candidate for graphs without heavy rows).
+//!
+//! What changed, and why it should help: mage-001 (the stage `current`
+//! runs on small light graphs) gives each output element its own thread,
+//! and each thread walks its row one edge at a time: per edge a 4-byte
+//! gather that waits on the index load before it, about one L2 round trip
+//! per edge. mage-003 has the better inner loop but pays for the merge-path
+//! search, the carries and a second kernel, which on a light graph buy
+//! nothing. Here warp `r` takes row `r` whole:
+//!
+//! * lane `l` loads the index and weight of edge `start + l` (32 edges, two
+//!   coalesced loads) and shuffles them out;
+//! * the warp splits into groups of lanes, one lane per 16-byte quad of a
+//!   row of `x` (at width 64: two groups of 16), the groups taking
+//!   alternate edges, and each lane issues
+//!   [`GATHERS_IN_FLIGHT`](crate::GATHERS_IN_FLIGHT) (8)
+//!   `ld.global.nc.v4.f32` before its first multiply-add waits: a row of up
+//!   to 16 edges (the default uniform graph's mean) is one batch load and
+//!   one round of gathers;
+//! * the groups' sums meet in a `shfl.xor` butterfly and the first group
+//!   stores the row with 128-bit stores.
+//!
+//! Prediction at 4096x64 with 65,536 uniform edges: 56 registers, so 32
+//! warps fit an SM and all 4,096 rows run in one wave; each SM holds up to
+//! 128 KB of gathers in flight, several times what keeps L2 busy. The
+//! critical path is rowptr, the edge batch, one or two rounds of gathers
+//! and the store, under the 16.8 MB of gathers from L2 (about 2.4 µs at
+//! 7 TB/s): about 3 µs of kernel time against mage-001's 4.94. On 65,536
+//! rows and 1M uniform edges, bound by L2 bandwidth: about 40 µs against
+//! mage-003's 42.9 (two kernels). A heavy row is one warp's serial work
+//! (14,000 edges: about 900 rounds of gathers), so this stage is for
+//! graphs without heavy rows only.
+//!
+//! Each group sums its edges in order and the groups meet in a fixed
+//! butterfly: deterministic, and the GPU and the emulator agree bit for
+//! bit. Needs `width % 4 == 0`.
+//!
+//! Not yet measured on the GPU.
+
+use crate::{EdgeBatch, QuadGroups, accumulate, warp_in_grid};
+use mage_common::device::*;
+
+mage_common::kernel! {
+    /// Warp `r` of the grid writes row `r` of the `[n, width]` output;
+    /// `width % 4 == 0`.
+    pub unsafe fn neighbor_warp_row(x: *const f32, w: *const f32, rowptr: *const u32, indices: *const u32, out: *mut f32, n: u32, width: u32) {
+        let row = warp_in_grid();
+        if row >= n {
+            return;
+        }
+        let (start, end) = unsafe { (ld_nc_u32(rowptr, row), ld_nc_u32(rowptr, row + 1)) };
+        let lanes = QuadGroups::new(width);
+        lanes.for_each_chunk(|q, at_x| {
+            let mut batch = unsafe { EdgeBatch::load(w, indices, start, end) };
+            let acc = unsafe { accumulate(x, w, indices, width, at_x, lanes, &mut batch, end, start, end, F32x4::ZERO) };
+            let acc = lanes.combine(acc);
+            if lanes.stores(q) {
+                unsafe { st4(out, row * width + 4 * q, acc) };
+            }
+        });
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use super::*;
+    use crate::warp_launch;
+    use mage_common::op::{Arg, Stage};
+
+    pub fn supports(d: &[u32]) -> bool {
+        d[1].is_multiple_of(4)
+    }
+
+    pub static STAGE: Stage = Stage {
+        name: "try-rows",
+        summary: "one warp per row, coalesced edge batches shuffled to lane groups, 128-bit gathers, one kernel",
+        kernels: &[&neighbor_warp_row::KERNEL],
+        supports,
+        plan: |d| {
+            let args = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])];
+            warp_launch(&neighbor_warp_row::KERNEL, d[0], args).into()
+        },
+    };
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
