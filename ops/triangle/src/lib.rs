@@ -104,6 +104,7 @@ mod host {
             Workload::new(&[256, 32]),
             Workload::new(&[128, 64]),
             Workload::new(&[256, 64]),
+            Workload::new(&[512, 32]),
             Workload::new(&[7, 5]),
         ],
         inputs: &[
