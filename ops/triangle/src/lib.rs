@@ -263,29 +263,19 @@ pub unsafe fn channel_tiles<const TI: u32, const TJ: u32, const RI: usize, const
     const { assert!(ChannelTiles { ti: TI, tj: TJ, ri: RI as u32, rj: RJ as u32, tk: TK as u32, depth: DEPTH }.is_valid()) };
     let shape = ChannelTiles { ti: TI, tj: TJ, ri: RI as u32, rj: RJ as u32, tk: TK as u32, depth: DEPTH };
     let passes = shape.threads() / GROUP;
-    let (stride_a, stride_b, a_bytes, buffer_bytes) = (shape.stride_a(), shape.stride_b(), shape.a_bytes(), shape.buffer_bytes());
-    let t = thread_idx_x();
-    let (ch, p) = (t % GROUP, t / GROUP);
-    let cols = TJ / RJ as u32;
-    let (ri0, rj0) = (RI as u32 * (p / cols), RJ as u32 * (p % cols));
-    let (tiles_i, tiles_j) = (n.div_ceil(TI), n.div_ceil(TJ));
-    // SAFETY: n, c ≥ 1 (the launch's contract): drops the division-by-zero checks.
-    unsafe { core::hint::assert_unchecked(n > 0 && c > 0 && tiles_j > 0 && tiles_i * tiles_j > 0) };
-    let block = block_idx_x();
-    let (g, ij) = (block / (tiles_i * tiles_j), block % (tiles_i * tiles_j));
-    let (i0, j0, ch0) = (TI * (ij / tiles_j), TJ * (ij % tiles_j), GROUP * g);
+    let place = unsafe { Place::of(shape, n, c) };
     let issue = |chunk: u32| {
-        let buf = chunk % DEPTH * buffer_bytes;
-        let sa = Slab { x: a, dst: buf, stride: stride_a, row0: i0, rows: TI, passes };
-        let sb = Slab { x: b, dst: buf + a_bytes, stride: stride_b, row0: j0, rows: TJ, passes };
+        let buf = chunk % DEPTH * shape.buffer_bytes();
+        let sa = Slab { x: a, dst: buf, stride: shape.stride_a(), row0: place.i0, rows: TI, passes };
+        let sb = Slab { x: b, dst: buf + shape.a_bytes(), stride: shape.stride_b(), row0: place.j0, rows: TJ, passes };
         let k0 = chunk * TK as u32;
         unsafe {
             if k0 + TK as u32 <= n {
-                issue_slab::<TK, true>(&sa, k0, ch0, n, c);
-                issue_slab::<TK, true>(&sb, k0, ch0, n, c);
+                issue_slab::<TK, true>(&sa, k0, place.ch0, n, c);
+                issue_slab::<TK, true>(&sb, k0, place.ch0, n, c);
             } else {
-                issue_slab::<TK, false>(&sa, k0, ch0, n, c);
-                issue_slab::<TK, false>(&sb, k0, ch0, n, c);
+                issue_slab::<TK, false>(&sa, k0, place.ch0, n, c);
+                issue_slab::<TK, false>(&sb, k0, place.ch0, n, c);
             }
         }
     };
@@ -310,26 +300,84 @@ pub unsafe fn channel_tiles<const TI: u32, const TJ: u32, const RI: usize, const
             issue(chunk + DEPTH - 1);
         }
         cp_async_commit();
-        let buf = chunk % DEPTH * buffer_bytes;
-        unrolled::<TK>(|kk| {
-            let row = kk * GROUP + ch;
-            let av = smem_floats::<RI>(buf + (row * stride_a + ri0) * 4);
-            let bv = smem_floats::<RJ>(buf + a_bytes + (row * stride_b + rj0) * 4);
-            for x in 0..RI {
-                for y in 0..RJ {
-                    acc[x][y] = fma(av[x], bv[y], acc[x][y]);
-                }
-            }
-        });
+        multiply_chunk::<RI, RJ, TK>(&mut acc, shape, chunk % DEPTH * shape.buffer_bytes(), &place);
     }
-    let (ch, i, j) = (ch0 + ch, i0 + ri0, j0 + rj0);
+    unsafe { store_outputs(o, &acc, &place, n, c) }
+}
+
+/// Where a thread's outputs lie: the block's first row `i0`, column `j0`
+/// and channel `ch0`; the thread's channel `ch` within the group and its
+/// first row `ri0` and column `rj0` within the block tile.
+struct Place {
+    i0: u32,
+    j0: u32,
+    ch0: u32,
+    ch: u32,
+    ri0: u32,
+    rj0: u32,
+}
+
+impl Place {
+    /// Block `b` = (g · tiles_i + bi) · tiles_j + bj owns `O[ti·bi.., tj·bj..,
+    /// 8g..8g + 8]`; thread `t` channel `t % 8` and the `ri × rj` outputs
+    /// at rows `ri·(p / (tj/rj))..`, columns `rj·(p % (tj/rj))..`, `p = t / 8`.
+    ///
+    /// # Safety
+    /// `n, c ≥ 1`.
+    #[inline(always)]
+    unsafe fn of(shape: ChannelTiles, n: u32, c: u32) -> Place {
+        let t = thread_idx_x();
+        let (ch, p) = (t % GROUP, t / GROUP);
+        let cols = shape.tj / shape.rj;
+        let (tiles_i, tiles_j) = (n.div_ceil(shape.ti), n.div_ceil(shape.tj));
+        // SAFETY: n, c ≥ 1 (the launch's contract): drops the division-by-zero checks.
+        unsafe { core::hint::assert_unchecked(n > 0 && c > 0 && tiles_j > 0 && tiles_i * tiles_j > 0) };
+        let block = block_idx_x();
+        let (g, ij) = (block / (tiles_i * tiles_j), block % (tiles_i * tiles_j));
+        Place {
+            i0: shape.ti * (ij / tiles_j),
+            j0: shape.tj * (ij % tiles_j),
+            ch0: GROUP * g,
+            ch,
+            ri0: shape.ri * (p / cols),
+            rj0: shape.rj * (p % cols),
+        }
+    }
+}
+
+/// The multiply-adds of one chunk from the buffer at byte `buf`: per `kk`
+/// the thread's `RI` values of A and `RJ` of B (128-bit shared loads),
+/// then `acc[x][y] = fma(a[x], b[y], acc[x][y])`.
+#[inline(always)]
+fn multiply_chunk<const RI: usize, const RJ: usize, const TK: usize>(acc: &mut [[f32; RJ]; RI], shape: ChannelTiles, buf: u32, at: &Place) {
+    unrolled::<TK>(|kk| {
+        let row = kk * GROUP + at.ch;
+        let av = smem_floats::<RI>(buf + (row * shape.stride_a() + at.ri0) * 4);
+        let bv = smem_floats::<RJ>(buf + shape.a_bytes() + (row * shape.stride_b() + at.rj0) * 4);
+        for x in 0..RI {
+            for y in 0..RJ {
+                acc[x][y] = fma(av[x], bv[y], acc[x][y]);
+            }
+        }
+    });
+}
+
+/// Stores the thread's register tile, skipping what lies outside `[n, n,
+/// c]`. A quarter warp stores 8 consecutive channels of one output: one
+/// 32-byte sector.
+///
+/// # Safety
+/// `o` must hold the `[n, n, c]` output; no other thread writes these outputs.
+#[inline(always)]
+unsafe fn store_outputs<const RI: usize, const RJ: usize>(o: *mut f32, acc: &[[f32; RJ]; RI], at: &Place, n: u32, c: u32) {
+    let (ch, i, j) = (at.ch0 + at.ch, at.i0 + at.ri0, at.j0 + at.rj0);
     if ch < c {
         unrolled::<RI>(|x| {
             if i + x < n {
-                let at = ((i + x) * n + j) * c + ch;
+                let row = ((i + x) * n + j) * c + ch;
                 unrolled::<RJ>(|y| {
                     if j + y < n {
-                        unsafe { st(o, at + y * c, acc[x as usize][y as usize]) };
+                        unsafe { st(o, row + y * c, acc[x as usize][y as usize]) };
                     }
                 });
             }
