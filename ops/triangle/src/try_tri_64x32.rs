@@ -1,7 +1,7 @@
-//! try-tri-64x32: the channel-tiled GEMM of try-tri-32x16 with 64x32
-//! (i, j) block tiles of 8 channels and 8x8 outputs per thread.
+//! try-tri-64x32: the channel-tiled GEMM of try-tri-auto with its 64x32
+//! (i, j) block tile of 8 channels, 8x8 outputs per thread, at every shape.
 //!
-//! What changed against try-tri-32x16: each of the 256 threads owns 64
+//! What changed against the 32x16 tile: each of the 256 threads owns 64
 //! outputs of one channel instead of 16, so per `k` it does 64
 //! multiply-adds for 4 shared 128-bit loads (16 for 2 there), and the
 //! block's copies per multiply-add fall by two (96 rows of 8 channels per
@@ -13,7 +13,7 @@
 //! 512x32), and then the larger tile halves the L2 traffic per
 //! multiply-add (10.7 FLOP per byte: 101 MB at 256x32) and spends about
 //! 78% of the issue slots on FFMA instead of 60%. At 128x32 it makes only
-//! 32 blocks and should lose to try-tri-32x16.
+//! 32 blocks and should lose to the 32x16 tile.
 //!
 //! Prediction (not yet measured on the GPU): 256x32 about 21-24 µs
 //! (mage-003 86.3), 256x64 about 45 µs (256 blocks, two per SM), 512x32
