@@ -225,7 +225,7 @@ unsafe fn issue_slab<const TK: usize, const FULL: bool>(slab: &Slab, k0: u32, ch
 /// Shared memory holds `DEPTH` chunk buffers, each A's `[TK][GROUP][TI]`
 /// and B's `[TK][GROUP][TJ]` (k, channel, row: rows contiguous, each row
 /// padded by 4 floats), filled by 4-byte `cp.async` that transpose the
-/// channel-last tensors on the way (see [`issue_slab`]). Thread `t` owns
+/// channel-last tensors on the way (see `issue_slab`). Thread `t` owns
 /// channel `t % 8` and the `RI × RJ` outputs at rows `RI·(p / (TJ/RJ))..`
 /// and columns `RJ·(p % (TJ/RJ))..`, `p = t / 8`. Per `k` it reads `RI/4`
 /// quads of A and `RJ/4` of B (128-bit shared loads) and does `RI·RJ`
@@ -338,7 +338,7 @@ unsafe fn load_quad<const VEC: bool>(x: *const f32, row: u32, k: u32, ch: u32, n
 /// A chunk's slab of `rows` rows is `rows · TK` pairs (row, kk) of two
 /// channel quads (one 32-byte sector); thread `t` takes quad `t % 2` of
 /// the pairs `q = t / 2 + (threads / 2)·m`, `row = q % rows`, `kk = q /
-/// rows`, one 128-bit global load each ([`load_quad`]), and stores its four
+/// rows`, one 128-bit global load each (`load_quad`), and stores its four
 /// channels with four 32-bit shared stores to `[kk][ch][row]`. In a warp
 /// the 16 pairs are 16 consecutive rows of one `kk`, and a channel row's
 /// start is 16 banks from the next quad's (`4·stride ≡ 16` mod 32), so each

@@ -27,7 +27,8 @@ fn every_launch_fits_an_sm() {
         for stage in mage_triangle::STAGES.iter().filter(|s| (s.supports)(dims)) {
             for launch in (stage.plan)(dims).launches {
                 let entry = requests.iter().find(|r| r.resources.entry == launch.kernel.name).expect("ptxas reports every entry");
-                let registers = entry.resources.registers as u64 * launch.block.count();
+                // Registers are allotted per thread in multiples of 8.
+                let registers = (entry.resources.registers as u64).div_ceil(8) * 8 * launch.block.count();
                 assert!(
                     registers <= SM_REGISTERS,
                     "{} at {dims:?}: {} threads x {} registers",
