@@ -502,10 +502,10 @@ unsafe fn store_outputs<const RI: usize, const RJ: usize>(o: *mut f32, acc: &[[f
     if ch < c {
         unrolled::<RI>(|x| {
             if i + x < n {
-                let row = ((i + x) * n + j) * c + ch;
                 unrolled::<RJ>(|y| {
+                    // Indexed only inside the tensor: past it, (i·n + j)·c may pass 2^32.
                     if j + y < n {
-                        unsafe { st(o, row + y * c, acc[x as usize][y as usize]) };
+                        unsafe { st(o, ((i + x) * n + j + y) * c + ch, acc[x as usize][y as usize]) };
                     }
                 });
             }
