@@ -17,8 +17,8 @@
 //! | [`try_tri_32x16_regs`] | candidate: try-tri-auto's 32x16 tile, staged through registers by 128-bit loads instead of `cp.async` |
 //! | [`current`] | the dispatcher: the most-tiled stage that supports the shape and still fills the GPU |
 //!
-//! The `try-` stages are candidates measured side by side; the winner is
-//! to become mage-004 and the others are to be recorded with their numbers.
+//! The `try-` stages are candidates beside the history, not yet measured
+//! on the GPU.
 //!
 //! Every stage accumulates each output in the same order (k = 0, 1, ...,
 //! one `fma.rn.f32` per term), so the GPU and the emulator agree bit for
