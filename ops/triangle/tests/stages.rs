@@ -4,7 +4,7 @@
 //! be exact, which no indexing bug survives.
 
 use mage_common::fixtures::Rng;
-use mage_common::op::{HostBuf, Stage, check_current, check_stage, emulate, fit_last_dim};
+use mage_common::op::{HostBuf, Stage, check_current, check_plan, check_stage, emulate, emulate_plan, fit_last_dim};
 use mage_triangle::{OP, STAGES, current, reference};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
@@ -65,13 +65,26 @@ fn named_shapes_on_every_stage() {
     }
 }
 
+/// Shapes with several block tiles along `i` and `j` and a partial last
+/// one for every tile size (32x16 up to 64x64), more `k` chunks than the
+/// channel-tiled stages' ring holds (so buffers are refilled), and a
+/// partial last channel group.
+#[test]
+fn shapes_over_several_tiles_on_every_stage() {
+    for (n, c) in [(75, 11), (130, 8)] {
+        for stage in STAGES {
+            check(stage, n, c, Dist::Normal(0.25), 20261201 + (n * 100 + c) as u64).unwrap();
+        }
+    }
+}
+
 /// Small integers: every product and partial sum is exact in f32, so each
 /// stage must reproduce the reference bit for bit; a swapped index, a
 /// wrong stride or a missing term shows at once.
 #[test]
 fn integer_inputs_are_exact_on_every_stage() {
     for stage in STAGES {
-        for (n, c) in [(7, 5), (6, 8), (9, 4), (11, 12), (5, 3)] {
+        for (n, c) in [(7, 5), (6, 8), (9, 4), (11, 12), (5, 3), (67, 9)] {
             let Some(dims) = fit_last_dim(stage, &[n, c], 64) else { continue };
             let (n, c) = (dims[0], dims[1]);
             let f = |s: u32, m: u32, off: i32| -> Vec<f32> {
@@ -142,4 +155,52 @@ fn current_dispatches_by_shape() {
     assert_eq!(pick([256, 64]), "mage-003");
     assert_eq!(pick([256, 30]), "mage-001");
     assert_eq!(pick([7, 5]), "mage-001");
+}
+
+#[test]
+fn try_tri_auto_picks_the_largest_tile_that_fills_the_sms() {
+    use mage_triangle::{TILES_32X16, TILES_64X32, TILES_64X64, try_tri_auto::tiles};
+    let pick = |d: [u32; 2]| tiles(&d).1;
+    assert_eq!(pick([7, 5]), TILES_32X16);
+    assert_eq!(pick([64, 8]), TILES_32X16);
+    assert_eq!(pick([128, 32]), TILES_32X16);
+    assert_eq!(pick([128, 64]), TILES_32X16);
+    assert_eq!(pick([256, 32]), TILES_64X32);
+    assert_eq!(pick([256, 64]), TILES_64X64);
+    assert_eq!(pick([512, 32]), TILES_64X64);
+    assert_eq!(TILES_32X16.blocks(128, 32), 128);
+    for d in [[7u32, 5u32], [128, 32], [256, 32], [256, 64]] {
+        let (kernel, shape) = tiles(&d);
+        let launch = &(mage_triangle::try_tri_auto::STAGE.plan)(&d).launches[0];
+        assert_eq!((launch.kernel.name, launch.block.x, launch.shared_bytes), (kernel.name, shape.threads(), shape.shared_bytes()));
+    }
+}
+
+/// Every channel-tiled entry on its own, whatever shape `try-tri-auto`
+/// would give it (it gives the 64x64 tile only shapes too large for the
+/// emulator here): against the reference, and bit for bit against mage-001.
+#[test]
+fn every_channel_tile_entry_matches_mage_001_bit_for_bit() {
+    use mage_triangle::{TILES_32X16, TILES_32X16_STAGED, TILES_64X32, TILES_64X64, channel_tiles_launch};
+    use mage_triangle::{triangle_tiles_32x16, triangle_tiles_64x32, triangle_tiles_64x64};
+    use mage_triangle::{triangle_tiles_32x16_staged_scalar, triangle_tiles_32x16_staged_v4};
+    let entries = [
+        (&triangle_tiles_32x16::KERNEL, TILES_32X16),
+        (&triangle_tiles_64x32::KERNEL, TILES_64X32),
+        (&triangle_tiles_64x64::KERNEL, TILES_64X64),
+        (&triangle_tiles_32x16_staged_scalar::KERNEL, TILES_32X16_STAGED),
+        (&triangle_tiles_32x16_staged_v4::KERNEL, TILES_32X16_STAGED),
+    ];
+    for dims in [[1u32, 1u32], [7, 5], [20, 16], [75, 11], [130, 8], [33, 12]] {
+        let inputs = OP.generate(&dims, 5);
+        let want: Vec<u32> = emulate(&OP, &mage_triangle::mage_001::STAGE, &dims, &inputs).unwrap().iter().map(|v| v.to_bits()).collect();
+        // The `_v4` entry needs channel quads aligned to 16 bytes.
+        let vector = |kernel: &mage_common::Kernel| !kernel.name.ends_with("_v4") || dims[1] % 4 == 0;
+        for (kernel, shape) in entries.into_iter().filter(|(k, _)| vector(k)) {
+            let plan = channel_tiles_launch(kernel, shape, &dims);
+            check_plan(&OP, &plan, &dims, &inputs).unwrap_or_else(|e| panic!("{} at {dims:?}: {e}", kernel.name));
+            let out: Vec<u32> = emulate_plan(&OP, &plan, &dims, &inputs).unwrap().iter().map(|v| v.to_bits()).collect();
+            assert!(out == want, "{} differs from mage-001 at {dims:?}", kernel.name);
+        }
+    }
 }
