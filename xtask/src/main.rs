@@ -14,6 +14,7 @@ mod probes;
 mod profile;
 mod report;
 mod runner;
+mod tables;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -131,6 +132,13 @@ enum Cmd {
     Compare(compare::CompareArgs),
     /// SVG figures from a namespace's committed evidence.
     Plot { namespace: String },
+    /// Render every table of measured numbers in the README, CHANGELOG and
+    /// doc comments from the committed evidence under results/.
+    Tables {
+        /// Change nothing; fail where a table differs from its evidence.
+        #[arg(long)]
+        check: bool,
+    },
     /// Nsight Compute (`ncu --clock-control none`) around one launch of a
     /// stage: keeps the .ncu-rep, prints and stores a summary.
     Nsight {
@@ -171,6 +179,7 @@ fn main() -> ExitCode {
         Cmd::GpuCheck { json } => runner::gpu_check(json),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),
+        Cmd::Tables { check } => tables::tables(check),
         Cmd::Nsight { op, stage, dims, generator, systems, out } => {
             profile::nsight(&op, &stage, dims.as_deref(), generator.as_deref(), systems, &out)
         }

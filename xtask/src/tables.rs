@@ -1,0 +1,423 @@
+//! `cargo xtask tables`: every table of measured numbers in the prose
+//! (README, CHANGELOG, stage and dispatcher doc comments) rendered from the
+//! committed evidence under `results/`, so a number is typed once: by the
+//! instrument that measured it.
+//!
+//! A rendered block sits between two markers, on lines that may carry a
+//! prefix (`//! ` in a doc comment):
+//!
+//! ```text
+//! <!-- mage:table sweep results/mage-009/sweep-layernorm.json stages=mage-002,mage-007 -->
+//! | shape | mage-002 | mage-007 | current |
+//! ...
+//! <!-- /mage:table -->
+//! ```
+//!
+//! Kinds: `sweep PATH` (shapes × stages, GPU kernel µs, the fastest bold,
+//! and the stage `current` picks), `stage PATH stage=S` (one stage at every
+//! shape: kernel and span µs), `compare PATH` (workloads × implementations,
+//! kernel µs), `verdicts PATH` (the A-B-B-A verdicts with their
+//! instrument). Options: `stages=a,b`, `shapes=4096x768,8192x768`,
+//! `ops=layernorm,gelu`.
+//!
+//! `cargo xtask tables` rewrites every block; `--check` (and the test
+//! below, run by `cargo test`) fails where a committed block differs from
+//! what its evidence renders.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const OPEN: &str = "<!-- mage:table ";
+const CLOSE: &str = "<!-- /mage:table -->";
+
+/// The files whose blocks are rendered: the README, the CHANGELOG, and
+/// every source file of the op crates.
+fn files(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    let mut sources = vec![];
+    for op in std::fs::read_dir(root.join("ops")).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(op.path().join("src")).into_iter().flatten().flatten() {
+            if f.path().extension().is_some_and(|e| e == "rs") {
+                sources.push(f.path());
+            }
+        }
+    }
+    sources.sort();
+    out.extend(sources);
+    out.into_iter().filter(|p| p.exists()).collect()
+}
+
+/// A table request: its kind, evidence path and options.
+#[derive(Debug, PartialEq)]
+struct Request {
+    kind: String,
+    path: String,
+    options: BTreeMap<String, String>,
+}
+
+fn parse_request(text: &str) -> Result<Request, String> {
+    let mut words = text.split_whitespace();
+    let kind = words.next().ok_or("a table marker names no kind")?.to_string();
+    let path = words.next().ok_or_else(|| format!("the `{kind}` table names no evidence file"))?.to_string();
+    let mut options = BTreeMap::new();
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or_else(|| format!("table option `{w}` is not key=value"))?;
+        options.insert(k.to_string(), v.to_string());
+    }
+    Ok(Request { kind, path, options })
+}
+
+fn list(options: &BTreeMap<String, String>, key: &str) -> Option<Vec<String>> {
+    options.get(key).map(|v| v.split(',').map(str::to_string).collect())
+}
+
+fn us(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn fmt_us(v: f64) -> String {
+    if v >= 1000.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+/// `4096x768`, or `4096x64x65536 power-law` where the evidence names a
+/// generator other than the default.
+fn shape_label(run: &Value) -> String {
+    if let Some(l) = run["label"].as_str() {
+        return l.to_string();
+    }
+    let dims: Vec<String> = run["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+    match run["generator"].as_str() {
+        Some(g) if !g.is_empty() && g != "normal" && g != "uniform" => format!("{} {g}", dims.join("x")),
+        _ => dims.join("x"),
+    }
+}
+
+fn table(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
+    let mut out = vec![format!("| {} |", header.join(" | ")), format!("|{}", "---|".repeat(header.len()))];
+    out.extend(rows.iter().map(|r| format!("| {} |", r.join(" | "))));
+    out
+}
+
+/// Shapes × stages of a sweep: kernel µs, the fastest bold, and `current`'s pick.
+fn render_sweep(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let runs = e["runs"].as_array().ok_or("a sweep has `runs`")?;
+    let mut shapes: Vec<String> = vec![];
+    let mut stages: Vec<String> = vec![];
+    let mut cell: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut picks: BTreeMap<String, String> = BTreeMap::new();
+    for run in runs {
+        let shape = shape_label(run);
+        let stage = run["stage"].as_str().unwrap_or("?").to_string();
+        if stage == "current" {
+            // Older evidence measured the dispatcher as a row of its own.
+            if let Some(to) = run["dispatched_to"].as_str() {
+                picks.insert(shape.clone(), to.to_string());
+            }
+            continue;
+        }
+        if !shapes.contains(&shape) {
+            shapes.push(shape.clone());
+        }
+        if !stages.contains(&stage) {
+            stages.push(stage.clone());
+        }
+        if let Some(k) = us(&run["timing"]["kernel_us"]) {
+            cell.insert((shape, stage), k);
+        }
+    }
+    for c in e["current"].as_array().into_iter().flatten() {
+        picks.insert(shape_label(c), c["stage"].as_str().unwrap_or("?").to_string());
+    }
+    if let Some(want) = list(&r.options, "stages") {
+        stages.retain(|s| want.contains(s));
+    }
+    if let Some(want) = list(&r.options, "shapes") {
+        shapes.retain(|s| want.contains(&s.replace(' ', "-")) || want.contains(s));
+    }
+    let mut header = vec!["shape".to_string()];
+    header.extend(stages.iter().cloned());
+    header.push("current".into());
+    let rows: Vec<Vec<String>> = shapes
+        .iter()
+        .map(|shape| {
+            let best = stages.iter().filter_map(|s| cell.get(&(shape.clone(), s.clone()))).copied().fold(f64::INFINITY, f64::min);
+            let mut row = vec![shape.clone()];
+            for s in &stages {
+                row.push(match cell.get(&(shape.clone(), s.clone())) {
+                    Some(&k) if k == best => format!("**{}**", fmt_us(k)),
+                    Some(&k) => fmt_us(k),
+                    None => "–".into(),
+                });
+            }
+            row.push(picks.get(shape).cloned().unwrap_or_else(|| "–".into()));
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err("the sweep has no run for the shapes and stages asked".into());
+    }
+    Ok(table(&header, &rows))
+}
+
+/// One stage at every shape of a sweep: kernel and span µs.
+fn render_stage(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let stage = r.options.get("stage").ok_or("a `stage` table needs stage=NAME")?;
+    let rows: Vec<Vec<String>> = e["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|run| run["stage"].as_str() == Some(stage))
+        .filter_map(|run| {
+            let t = &run["timing"];
+            Some(vec![shape_label(run), fmt_us(us(&t["kernel_us"])?), fmt_us(us(&t["span"]["median_us"])?)])
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err(format!("the sweep has no timed run of {stage}"));
+    }
+    Ok(table(&["shape".into(), "kernel µs".into(), "span µs".into()], &rows))
+}
+
+/// Workloads × implementations of a comparison: kernel µs (kernels per
+/// call where more than one), the fastest bold.
+fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let results = e["results"].as_array().ok_or("a comparison has `results`")?;
+    let ops = list(&r.options, "ops");
+    let mut impls: Vec<String> = vec![];
+    let mut workloads: Vec<(String, String)> = vec![];
+    let mut cell: BTreeMap<(String, String, String), (f64, f64)> = BTreeMap::new();
+    let mut current: BTreeMap<(String, String), String> = BTreeMap::new();
+    for row in results {
+        let op = row["op"].as_str().unwrap_or("?").to_string();
+        if ops.as_ref().is_some_and(|o| !o.contains(&op)) {
+            continue;
+        }
+        let name = row["implementation"].as_str().unwrap_or("?").to_string();
+        if name.starts_with("rust ") && name != "rust current" {
+            continue;
+        }
+        let w = (op.clone(), shape_label(row));
+        if !workloads.contains(&w) {
+            workloads.push(w.clone());
+        }
+        if !impls.contains(&name) {
+            impls.push(name.clone());
+        }
+        let ok = row["error"].is_null() && row["correct_after"]["passed"].as_bool() == Some(true);
+        if let (true, Some(k)) = (ok, us(&row["hot"]["kernel_us"])) {
+            cell.insert((w.0.clone(), w.1.clone(), name.clone()), (k, row["hot"]["kernels_per_call"].as_f64().unwrap_or(1.0)));
+        }
+        if let Some(s) = row["info"]["stage_run"].as_str() {
+            current.insert(w, s.to_string());
+        }
+    }
+    let mut header = vec!["op".to_string(), "workload".into()];
+    header.extend(impls.iter().map(|i| if i == "rust current" { "Mage current".to_string() } else { i.clone() }));
+    let rows: Vec<Vec<String>> = workloads
+        .iter()
+        .map(|(op, w)| {
+            let key = |i: &String| (op.clone(), w.clone(), i.clone());
+            let best = impls.iter().filter_map(|i| cell.get(&key(i))).map(|c| c.0).fold(f64::INFINITY, f64::min);
+            let mut row = vec![op.clone(), w.clone()];
+            for i in &impls {
+                row.push(match cell.get(&key(i)) {
+                    Some(&(k, n)) => {
+                        let v = if k == best { format!("**{}**", fmt_us(k)) } else { fmt_us(k) };
+                        let v = if n > 1.0 { format!("{v} ({n:.0})") } else { v };
+                        match (i.as_str(), current.get(&(op.clone(), w.clone()))) {
+                            ("rust current", Some(s)) => format!("{v} {s}"),
+                            _ => v,
+                        }
+                    }
+                    None => "–".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err("the comparison has no result for the ops asked".into());
+    }
+    Ok(table(&header, &rows))
+}
+
+/// The verdicts of a comparison, each with its instrument.
+fn render_verdicts(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let ops = list(&r.options, "ops");
+    let rows: Vec<Vec<String>> = e["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| ops.as_ref().is_none_or(|o| o.iter().any(|x| Some(x.as_str()) == v["op"].as_str())))
+        .map(|v| {
+            let instrument = match v["instrument"].as_str() {
+                Some("kernel") => "kernel time",
+                Some("span") => "span (launch path)",
+                _ => "?",
+            };
+            let b = match v["b_implementation"].as_str() {
+                Some(i) if Some(i) != v["b"].as_str() => format!("{} ({i})", v["b"].as_str().unwrap_or("?")),
+                _ => v["b"].as_str().unwrap_or("?").to_string(),
+            };
+            let ratio = match (v["median_ratio"].as_f64(), v["spread"]["low"].as_f64(), v["spread"]["high"].as_f64()) {
+                (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+                _ => "–".into(),
+            };
+            vec![
+                v["op"].as_str().unwrap_or("?").to_string(),
+                shape_label(v),
+                v["mode"].as_str().unwrap_or("?").to_string(),
+                instrument.to_string(),
+                v["a"].as_str().unwrap_or("?").to_string(),
+                b,
+                ratio,
+                v["verdict"].as_str().unwrap_or("not measured").to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err("the comparison has no verdict for the ops asked".into());
+    }
+    let header: Vec<String> =
+        ["op", "workload", "L2", "instrument", "A", "B", "A/B median [spread]", "verdict"].iter().map(|s| s.to_string()).collect();
+    Ok(table(&header, &rows))
+}
+
+fn render(root: &Path, r: &Request) -> Result<Vec<String>, String> {
+    let path = root.join(&r.path);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", r.path))?;
+    let e: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", r.path))?;
+    match r.kind.as_str() {
+        "sweep" => render_sweep(&e, r),
+        "stage" => render_stage(&e, r),
+        "compare" => render_compare(&e, r),
+        "verdicts" => render_verdicts(&e, r),
+        k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts)")),
+    }
+    .map_err(|e| format!("{}: {e}", r.path))
+}
+
+/// `text` with every block rendered anew.
+fn rerender(root: &Path, text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.split_inclusive('\n');
+    let mut n = 0;
+    while let Some(line) = lines.next() {
+        n += 1;
+        out.push_str(line);
+        let Some(at) = line.find(OPEN) else { continue };
+        let prefix = &line[..at];
+        let spec = line[at + OPEN.len()..].trim_end().strip_suffix("-->").ok_or(format!("line {n}: a table marker must end with -->"))?;
+        let request = parse_request(spec).map_err(|e| format!("line {n}: {e}"))?;
+        let opened = n;
+        loop {
+            let Some(l) = lines.next() else { return Err(format!("line {opened}: the table block is never closed ({CLOSE})")) };
+            n += 1;
+            if l.contains(CLOSE) {
+                for row in render(root, &request).map_err(|e| format!("line {opened}: {e}"))? {
+                    out.push_str(format!("{prefix}{row}").trim_end());
+                    out.push('\n');
+                }
+                out.push_str(l);
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Renders every block; with `check`, changes nothing and fails where a
+/// committed block differs from its evidence.
+pub fn tables(check: bool) -> Result<(), String> {
+    let root = mage_common::tools::workspace_root();
+    let mut stale = vec![];
+    let mut blocks = 0;
+    for path in files(&root) {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !text.contains(OPEN) {
+            continue;
+        }
+        blocks += text.matches(OPEN).count();
+        let rel = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+        let new = rerender(&root, &text).map_err(|e| format!("{rel}: {e}"))?;
+        if new != text {
+            stale.push(rel.clone());
+            if !check {
+                mage_common::fixtures::write_atomic(&path, new.as_bytes())?;
+            }
+        }
+    }
+    match (check, stale.is_empty()) {
+        (true, false) => Err(format!("tables differ from their evidence in {}; `cargo xtask tables` renders them anew", stale.join(", "))),
+        (false, false) => Ok(println!("rendered {blocks} tables; rewrote {}", stale.join(", "))),
+        (_, true) => Ok(println!("{blocks} tables match their evidence")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The committed tables are what their evidence renders.
+    #[test]
+    fn committed_tables_match_their_evidence() {
+        tables(true).unwrap();
+    }
+
+    fn sweep() -> Value {
+        json!({"runs": [
+            {"stage": "mage-001", "dims": [4, 8], "timing": {"kernel_us": 9.0, "span": {"median_us": 15.0}}},
+            {"stage": "mage-002", "dims": [4, 8], "timing": {"kernel_us": 5.0, "span": {"median_us": 12.0}}},
+            {"stage": "mage-001", "dims": [16, 8], "generator": "power-law", "timing": {"kernel_us": 1234.5, "span": {"median_us": 1240.0}}}
+        ], "current": [{"dims": [4, 8], "generator": "normal", "stage": "mage-002"}]})
+    }
+
+    #[test]
+    fn a_sweep_renders_shapes_by_stages_with_the_fastest_bold() {
+        let r = parse_request("sweep x.json").unwrap();
+        assert_eq!(
+            render_sweep(&sweep(), &r).unwrap(),
+            vec![
+                "| shape | mage-001 | mage-002 | current |",
+                "|---|---|---|---|",
+                "| 4x8 | 9.00 | **5.00** | mage-002 |",
+                "| 16x8 power-law | **1234** | – | – |",
+            ]
+        );
+        let r = parse_request("sweep x.json stages=mage-001 shapes=4x8").unwrap();
+        assert_eq!(render_sweep(&sweep(), &r).unwrap()[2], "| 4x8 | **9.00** | mage-002 |");
+        let r = parse_request("stage x.json stage=mage-002").unwrap();
+        assert_eq!(render_stage(&sweep(), &r).unwrap()[2], "| 4x8 | 5.00 | 12.00 |");
+    }
+
+    #[test]
+    fn a_block_is_rendered_in_place_with_its_prefix_and_a_stale_one_is_seen() {
+        let root = std::env::temp_dir().join(format!("mage-tables-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("s.json"), sweep().to_string()).unwrap();
+        let text = "//! before\n//! <!-- mage:table sweep s.json stages=mage-002 -->\n//! stale\n//! <!-- /mage:table -->\n//! after\n";
+        let new = rerender(&root, text).unwrap();
+        assert_eq!(
+            new,
+            "//! before\n//! <!-- mage:table sweep s.json stages=mage-002 -->\n//! | shape | mage-002 | current |\n//! |---|---|---|\n//! | 4x8 | **5.00** | mage-002 |\n//! | 16x8 power-law | – | – |\n//! <!-- /mage:table -->\n//! after\n"
+        );
+        assert_eq!(rerender(&root, &new).unwrap(), new, "rendering is stable");
+        assert!(rerender(&root, "<!-- mage:table sweep s.json -->\n").unwrap_err().contains("never closed"));
+        assert!(rerender(&root, "<!-- mage:table sweep nothere.json -->\n<!-- /mage:table -->\n").unwrap_err().contains("nothere.json"));
+        assert!(rerender(&root, "<!-- mage:table plot s.json -->\n<!-- /mage:table -->\n").unwrap_err().contains("unknown table kind"));
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn verdicts_name_their_instrument() {
+        let e = json!({"verdicts": [{"op": "gelu", "dims": [2, 3], "mode": "hot", "instrument": "kernel", "a": "rust current",
+            "b": "best alternative", "b_implementation": "triton", "median_ratio": 0.9, "spread": {"low": 0.88, "high": 0.93}, "verdict": "FASTER"}]});
+        let rows = render_verdicts(&e, &parse_request("verdicts x.json").unwrap()).unwrap();
+        assert_eq!(
+            rows[2],
+            "| gelu | 2x3 | hot | kernel time | rust current | best alternative (triton) | 0.900 [0.880, 0.930] | FASTER |"
+        );
+    }
+}
