@@ -1,6 +1,6 @@
 //! `cargo xtask plot <namespace>`: SVG figures from committed evidence only
-//! (`results/<namespace>/comparison.json`, and `sweep-layernorm.json` when
-//! the namespace holds one). Evidence is validated first: every timed
+//! (`results/<namespace>/comparison.json`, and each `sweep-<op>.json` the
+//! namespace holds). Evidence is validated first: every timed
 //! implementation must have been correct before and after its timing loops
 //! and carry its 300 span samples; anything else is refused, not drawn.
 
@@ -123,19 +123,39 @@ fn ops_in(e: &Value) -> Vec<String> {
     ops
 }
 
-/// Per-op bars by implementation: `view` picks the value (and whisker).
+/// Every (op, workload label) of the evidence, in order.
+fn workloads_in(e: &Value) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![];
+    for r in timed(e) {
+        let w = (r["op"].as_str().unwrap_or("?").to_string(), crate::tables::shape_label(r));
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// `rust current → mage-007` where the evidence says which stage ran.
+fn implementation_label(r: &Value) -> Option<String> {
+    let name = r["implementation"].as_str()?;
+    Some(match r["info"]["stage_run"].as_str() {
+        Some(stage) if r["stage"].as_str() == Some("current") => format!("{name} → {stage}"),
+        _ => name.to_string(),
+    })
+}
+
+/// A panel per workload, a bar per implementation: `view` picks the value (and whisker).
 fn by_op(e: &Value, path: &Path, title: &str, view: impl Fn(&Value) -> Option<Bar>) -> Result<(), String> {
-    let ops = ops_in(e);
-    let root = SVGBackend::new(path, (900, 260 * ops.len().max(1) as u32)).into_drawing_area();
+    let workloads = workloads_in(e);
+    let root = SVGBackend::new(path, (900, 260 * workloads.len().max(1) as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let (head, body) = root.split_vertically(30);
     head.draw_text(title, &("sans-serif", 18).into_text_style(&head), (10, 6)).map_err(|e| e.to_string())?;
-    for (area, op) in body.split_evenly((ops.len().max(1), 1)).iter().zip(&ops) {
-        let rows: Vec<&Value> = timed(e).into_iter().filter(|r| r["op"].as_str() == Some(op)).collect();
+    for (area, (op, label)) in body.split_evenly((workloads.len().max(1), 1)).iter().zip(&workloads) {
+        let rows: Vec<&Value> =
+            timed(e).into_iter().filter(|r| r["op"].as_str() == Some(op) && crate::tables::shape_label(r) == *label).collect();
         let bars: Vec<Bar> = rows.iter().filter_map(|r| view(r)).collect();
-        let dims: Vec<String> =
-            rows.first().map(|r| r["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect()).unwrap_or_default();
-        panel(area, &format!("{op} {}", dims.join("x")), "µs", &bars)?;
+        panel(area, &format!("{op} {label}"), "µs", &bars)?;
     }
     root.present().map_err(|e| e.to_string())
 }
@@ -154,9 +174,12 @@ fn progression(e: &Value, path: &Path) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     for (area, op) in body.split_evenly((ops.len().max(1), 1)).iter().zip(&ops) {
         let mut prev: Option<f64> = None;
+        // The op's first workload: the one whose history the comparison measured.
+        let first = workloads_in(e).into_iter().find(|(o, _)| o == op).map(|w| w.1).unwrap_or_default();
         let bars: Vec<Bar> = timed(e)
             .into_iter()
-            .filter(|r| r["op"].as_str() == Some(op) && r["kind"] == "rust" && r["stage"].as_str().is_some_and(|s| s.starts_with("mage-")))
+            .filter(|r| r["op"].as_str() == Some(op) && crate::tables::shape_label(r) == first)
+            .filter(|r| r["kind"] == "rust" && r["stage"].as_str().is_some_and(|s| s.starts_with("mage-")))
             .filter_map(|r| {
                 let v = r["hot"]["kernel_us"].as_f64()?;
                 let speedup = prev.map(|p| format!(" (x{:.2})", p / v)).unwrap_or_default();
@@ -164,29 +187,30 @@ fn progression(e: &Value, path: &Path) -> Result<(), String> {
                 Some(Bar { label: format!("rust {}{speedup}", r["stage"].as_str().unwrap_or("?")), value: v, whisker: None })
             })
             .collect();
-        panel(area, op, "kernel µs", &bars)?;
+        panel(area, &format!("{op} {first}"), "kernel µs", &bars)?;
     }
     root.present().map_err(|e| e.to_string())
 }
 
-/// The LayerNorm sweep: one panel per shape, a bar per stage.
+/// A sweep: one panel per shape, a bar per stage.
 fn sweep(s: &Value, path: &Path) -> Result<(), String> {
     let runs = s["runs"].as_array().ok_or("sweep has no runs")?;
+    let op = s["op"].as_str().unwrap_or("?");
     let mut shapes: Vec<String> = vec![];
     for r in runs {
-        let d: Vec<String> = r["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
-        if !shapes.contains(&d.join("x")) {
-            shapes.push(d.join("x"));
-        }
+        let shape = crate::tables::shape_label(r);
         if r["check"]["failures"].as_u64() != Some(0) {
-            return Err(format!("refusing to plot the sweep: {} {} was wrong", d.join("x"), r["stage"]));
+            return Err(format!("refusing to plot the sweep: {shape} {} was wrong", r["stage"]));
+        }
+        if !shapes.contains(&shape) {
+            shapes.push(shape);
         }
     }
     let root = SVGBackend::new(path, (900, 220 * shapes.len().max(1) as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let (head, body) = root.split_vertically(30);
     head.draw_text(
-        "LayerNorm sweep: GPU kernel time per call (CUPTI), every stage that supports the shape",
+        &format!("{op} sweep: GPU kernel time per call (CUPTI), every stage that supports the shape"),
         &("sans-serif", 18).into_text_style(&head),
         (10, 6),
     )
@@ -194,7 +218,7 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
     for (area, shape) in body.split_evenly((shapes.len().max(1), 1)).iter().zip(&shapes) {
         let bars: Vec<Bar> = runs
             .iter()
-            .filter(|r| r["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect::<Vec<_>>().join("x") == *shape)
+            .filter(|r| crate::tables::shape_label(r) == *shape)
             .filter(|r| r["stage"] != "current")
             .filter_map(|r| {
                 Some(Bar { label: format!("rust {}", r["stage"].as_str()?), value: r["timing"]["kernel_us"].as_f64()?, whisker: None })
@@ -214,7 +238,7 @@ pub fn plot(namespace: &str) -> Result<(), String> {
     let mut written = vec![];
     let kernel = dir.join("kernel.svg");
     by_op(&e, &kernel, "GPU kernel time per call (sum of kernel durations, CUPTI via the PyTorch profiler), hot L2", |r| {
-        Some(Bar { label: r["implementation"].as_str()?.to_string(), value: r["hot"]["kernel_us"].as_f64()?, whisker: None })
+        Some(Bar { label: implementation_label(r)?, value: r["hot"]["kernel_us"].as_f64()?, whisker: None })
     })?;
     written.push(kernel);
     let span = dir.join("span.svg");
@@ -223,7 +247,7 @@ pub fn plot(namespace: &str) -> Result<(), String> {
         let lo = rounds.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = rounds.iter().cloned().fold(0.0, f64::max);
         Some(Bar {
-            label: r["implementation"].as_str()?.to_string(),
+            label: implementation_label(r)?,
             value: r["hot"]["span"]["median_us"].as_f64()?,
             whisker: (!rounds.is_empty()).then_some((lo, hi)),
         })
@@ -232,13 +256,15 @@ pub fn plot(namespace: &str) -> Result<(), String> {
     let prog = dir.join("progression.svg");
     progression(&e, &prog)?;
     written.push(prog);
-    let sweep_path = dir.join("sweep-layernorm.json");
-    if sweep_path.exists() {
-        let s: Value =
-            serde_json::from_str(&std::fs::read_to_string(&sweep_path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-        let out = dir.join("sweep-layernorm.svg");
-        sweep(&s, &out)?;
-        written.push(out);
+    for op in crate::ops::all() {
+        let sweep_path = dir.join(format!("sweep-{}.json", op.name));
+        if sweep_path.exists() {
+            let s: Value =
+                serde_json::from_str(&std::fs::read_to_string(&sweep_path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let out = dir.join(format!("sweep-{}.svg", op.name));
+            sweep(&s, &out)?;
+            written.push(out);
+        }
     }
     for w in written {
         println!("{}", w.display());

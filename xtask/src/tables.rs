@@ -82,7 +82,7 @@ fn fmt_us(v: f64) -> String {
 
 /// `4096x768`, or `4096x64x65536 power-law` where the evidence names a
 /// generator other than the default.
-fn shape_label(run: &Value) -> String {
+pub fn shape_label(run: &Value) -> String {
     if let Some(l) = run["label"].as_str() {
         return l.to_string();
     }
