@@ -59,6 +59,7 @@ class OpState:
     tolerance: dict
     current_picks: str
     reference_info: dict = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)
 
 
 def _views(op: str, roles: list[str], tensors: list, dims: list[int]) -> dict:
@@ -167,6 +168,44 @@ class TorchBackend:
             out.append(start.elapsed_time(end) * 1e3)
         return out
 
+    def ceilings(self) -> dict:
+        """The FP32 rate this GPU reaches: torch's SGEMM (TF32 off) at
+        8192³, median event span of 5 after 2 warm-ups."""
+        n = 8192
+        a = torch.randn(n, n, device=self.device)
+        b = torch.randn(n, n, device=self.device)
+        c = torch.empty(n, n, device=self.device)
+        for _ in range(2):
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize()
+        us = median(self._spans(lambda: torch.matmul(a, b, out=c), 5))
+        del a, b, c
+        torch.cuda.empty_cache()
+        return {"fp32_flops_per_us": 2.0 * n ** 3 / us, "sgemm_8192_us": us,
+                "instrument": "torch.matmul 8192x8192x8192 FP32 (TF32 off), median CUDA-event span of 5 after 2 warm-ups"}
+
+    def copy_floor(self, nbytes: int) -> dict:
+        """A device-to-device copy moving `nbytes` in all (half read, half
+        written), hot: 100 back-to-back copies between events, median of 3."""
+        half = max(nbytes // 8, 1)  # f32 elements read (= written)
+        src = torch.ones(half, dtype=torch.float32, device=self.device)
+        dst = torch.empty_like(src)
+        for _ in range(5):
+            dst.copy_(src)
+        torch.cuda.synchronize()
+        start, end = self.events
+        runs = []
+        for _ in range(3):
+            start.record()
+            for _ in range(100):
+                dst.copy_(src)
+            end.record()
+            end.synchronize()
+            runs.append(start.elapsed_time(end) * 1e3 / 100)
+        return {"copy_us": median(runs), "bytes": 8 * half,
+                "instrument": "torch copy_ of the same bytes (half read, half written), hot L2, 100 back-to-back copies "
+                              "between CUDA events, median of 3"}
+
     def control(self, samples: int) -> dict:
         copy = lambda: self.ctl_dst.copy_(self.ctl_src)  # noqa: E731
         probe = lambda: self.probe.add_(1.0)  # noqa: E731
@@ -199,9 +238,10 @@ class TorchBackend:
         output_shape = mage.output_shape(spec.op, list(spec.dims))
         ref, ref_info = build_reference(spec, views, output_shape, self.golden_dir, self.use_golden)
         tol_abs, tol_rel = case.tolerance()
+        nbytes, flops = mage.cost(spec.op, list(spec.dims))
         return OpState(spec, tensors, views, ref.reshape(output_shape), output_shape, tol_abs, tol_rel, case.sha256,
                        {"abs": tol_abs, "rel": tol_rel, "source": "the op's tolerance for these inputs (Rust registry)"},
-                       case.current(), ref_info)
+                       case.current(), ref_info, {"bytes": nbytes, "flops": flops})
 
     def implementations(self, state: OpState) -> list:
         spec = state.spec

@@ -47,6 +47,8 @@ Top level::
                     {span, b2b, kernel, control, launch_probe: text},
                     modes {hot, cold: text}, phases [text], rotation,
                     l2, poison (text)
+    ceilings        {fp32_flops_per_us, sgemm_8192_us, instrument} | {error}: the
+                    FP32 rate measured at the session's start
     control         object (null only in a report whose `error` stopped the
                     session before it started):
         instrument, launch_probe_instrument   text
@@ -65,6 +67,10 @@ Top level::
                          registry against inputs.sha256.json),
          tolerance: {abs, rel, source}: the op's tolerance for these inputs,
          current_picks: the stage `current` picks for these inputs,
+         floor: {bytes, flops, copy_us (a device copy of the same bytes,
+                 hot), copy_instrument, compute_us (flops at the
+                 ceilings' FP32 rate), floor_us (the larger), bound
+                 "memory" | "compute", error} | null,
          reference: {primary: text, golden: {path, seconds, max_abs_diff,
                      agree, error} | null, seconds} | null,
          implementations: [name],

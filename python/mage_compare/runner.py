@@ -82,6 +82,8 @@ class Backend(Protocol):  # pragma: no cover - documentation of the interface
     def b2b(self, impl: Any, calls: int) -> float: ...
     def kernel_time(self, impl: Any, warmup: int, calls: int) -> dict: ...
     def kernel_segments(self, impls: list, per_call: list[int], warmup: int, calls: int, cold: bool) -> list[list[float]]: ...
+    def ceilings(self) -> dict: ...
+    def copy_floor(self, nbytes: int) -> dict: ...
     def compile_token(self, impl: Any) -> Any: ...
     def recompiled(self, impl: Any, token: Any) -> dict: ...
     def release(self, state: Any) -> None: ...
@@ -138,6 +140,7 @@ class Session:
             "control": {"instrument": INSTRUMENTS["control"], "launch_probe_instrument": INSTRUMENTS["launch_probe"],
                         "start_us": None, "end_us": None, "drift": None, "flagged": None, "limit": settings.drift_limit,
                         "max_abs_checkpoint_drift": None, "checkpoints": []},
+            "ceilings": None,
             "ops": [],
             "results": [],
             "verdicts": [],
@@ -267,6 +270,10 @@ class Session:
             self.report["environment"].update(env)
             self.report["environment"]["nvidia_smi"] = {"start": self.b.smi(), "end": None}
             self._control("start")
+            try:
+                self.report["ceilings"] = self.b.ceilings()
+            except Exception as e:  # noqa: BLE001 - the floors are then unknown, nothing else is
+                self.report["ceilings"] = {"error": _err(e)}
             self._save()
             for spec in self.m.ops:
                 self._op_phase(spec)
@@ -324,6 +331,7 @@ class Session:
             self.say(f"  op error: {op_entry['error']}")
             self.live.append((spec, None, {}))
             return
+        op_entry["floor"] = self._floor(getattr(state, "cost", None) or {})
         op_entry["inputs_sha256"] = getattr(state, "sha256", None)
         op_entry["tolerance"] = getattr(state, "tolerance", None)
         op_entry["current_picks"] = getattr(state, "current_picks", None)
@@ -378,6 +386,27 @@ class Session:
             cold = row["cold"]["span"]["median_us"] if row["cold"] else None
             b2b = row["hot"]["b2b_us"]["median"] if row["hot"] and row["hot"].get("b2b_us") else None
             self.say(f"  {name}: hot span {_fmt(hot)} us, b2b {_fmt(b2b)} us, cold span {_fmt(cold)} us")
+
+    def _floor(self, cost: dict) -> dict | None:
+        """The least time a call can take: its bytes at the rate of a device
+        copy of the same bytes, or its flops at the measured FP32 rate,
+        whichever is longer."""
+        if not cost:
+            return None
+        out = {"bytes": cost.get("bytes"), "flops": cost.get("flops"), "copy_us": None, "compute_us": None,
+               "floor_us": None, "bound": None, "error": None}
+        try:
+            c = self.b.copy_floor(cost["bytes"])
+            out["copy_us"], out["copy_instrument"] = c["copy_us"], c["instrument"]
+        except Exception as e:  # noqa: BLE001
+            out["error"] = f"copy floor: {_err(e)}"
+        rate = (self.report.get("ceilings") or {}).get("fp32_flops_per_us")
+        if rate:
+            out["compute_us"] = cost["flops"] / rate
+        known = [(v, k) for k, v in (("memory", out["copy_us"]), ("compute", out["compute_us"])) if v is not None]
+        if known:
+            out["floor_us"], out["bound"] = max(known)
+        return out
 
     def _drop(self, row: dict, why: str) -> None:
         """An implementation fails: its error is set and its times are not kept."""

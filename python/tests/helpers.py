@@ -90,6 +90,7 @@ class FakeState:
         self.tolerance = {"abs": 1e-4, "rel": 1e-4, "source": "fake"}
         self.sha256 = {p.name: "0" * 64 for p in sorted(spec.case_path.glob("*.bin"))}
         self.current_picks = "mage-001"
+        self.cost = {"bytes": 8 * n, "flops": 8 * n}
         self.reference_info = {"primary": "fake"}
 
 
@@ -117,6 +118,12 @@ class FakeBackend:
 
     def smi(self):
         return {"gpu": {"name": "Fake GPU", "sm_mhz": 1980, "mem_mhz": 3201, "pstate": "P0"}, "error": None}
+
+    def ceilings(self):
+        return {"fp32_flops_per_us": 50e6, "sgemm_8192_us": 22000.0, "instrument": "fake"}
+
+    def copy_floor(self, nbytes):
+        return {"copy_us": nbytes / 4e6, "bytes": nbytes, "instrument": "fake copy"}
 
     def control(self, samples):
         us = self.control_us.pop(0) if self.control_us else 100.0

@@ -81,6 +81,10 @@ class FullSession(Base):
         self.assertEqual(op["best_alternative"]["chosen_by"], "hot.kernel_us")
         self.assertEqual(set(op["inputs_sha256"]), {"a.bin", "b.bin", "c.bin"})
         self.assertEqual((op["label"], op["generator"], op["current_picks"]), ("2x3", "normal", "mage-001"))
+        self.assertEqual(r["ceilings"]["fp32_flops_per_us"], 50e6)
+        floor = op["floor"]
+        self.assertEqual((floor["bytes"], floor["flops"], floor["bound"]), (48, 48, "memory"))
+        self.assertAlmostEqual(floor["floor_us"], 48 / 4e6)
         # verdicts, all on kernel time: the automatic pair, then the manifest's pair, each in hot and cold
         got = [(v["a"], v["b"], v["mode"], v["auto"], v["instrument"]) for v in r["verdicts"]]
         self.assertEqual(got, [("rust current", "best alternative", "hot", True, "kernel"),

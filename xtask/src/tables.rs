@@ -212,8 +212,18 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             current.insert(w, s.to_string());
         }
     }
+    let floors: BTreeMap<(String, String), f64> = e["ops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| Some(((o["op"].as_str()?.to_string(), shape_label(o)), o["floor"]["floor_us"].as_f64()?)))
+        .collect();
+    let with_floor = !floors.is_empty();
     let mut header = vec!["op".to_string(), "workload".into()];
     header.extend(impls.iter().map(|i| if i == "rust current" { "Mage current".to_string() } else { i.clone() }));
+    if with_floor {
+        header.extend(["floor".to_string(), "Mage / floor".to_string()]);
+    }
     let rows: Vec<Vec<String>> = workloads
         .iter()
         .map(|(op, w)| {
@@ -231,6 +241,15 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
                         }
                     }
                     None => "–".into(),
+                });
+            }
+            if with_floor {
+                let floor = floors.get(&(op.clone(), w.clone()));
+                row.push(floor.map_or("–".into(), |f| fmt_us(*f)));
+                let mage = cell.get(&key(&"rust current".to_string())).map(|c| c.0);
+                row.push(match (mage, floor) {
+                    (Some(m), Some(f)) => format!("{:.2}", m / f),
+                    _ => "–".into(),
                 });
             }
             row

@@ -131,6 +131,16 @@ fn output_shape(op: &str, dims: Vec<u32>) -> PyResult<Vec<usize>> {
     Ok(op.output_shape(&dims))
 }
 
+/// `(bytes, flops)`: the fewest bytes one call must move through device
+/// memory (each input read once, the output written once) and its
+/// floating-point operations.
+#[pyfunction]
+fn cost(op: &str, dims: Vec<u32>) -> PyResult<(u64, u64)> {
+    let op = find(op)?;
+    op.check_dims(&dims).map_err(error)?;
+    Ok((op.cost)(&dims))
+}
+
 /// The dims of a call whose inputs have these shapes.
 #[pyfunction]
 fn dims_from_shapes(op: &str, shapes: Vec<Vec<usize>>) -> PyResult<Vec<u32>> {
@@ -366,6 +376,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(input_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
     m.add_function(wrap_pyfunction!(dims_from_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(cost, m)?)?;
     m.add_function(wrap_pyfunction!(read_case, m)?)?;
     m.add_function(wrap_pyfunction!(prepare, m)?)?;
     m.add_function(wrap_pyfunction!(launch, m)?)?;
