@@ -82,7 +82,13 @@ mod host {
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
         default_dims: &[4096, 768],
-        sweep: &[Workload::new(&[4096, 768]), Workload::new(&[8192, 768]), Workload::new(&[1024, 2048]), Workload::new(&[4096, 4096])],
+        sweep: &[
+            Workload::new(&[4096, 768]),
+            Workload::new(&[8192, 768]),
+            Workload::new(&[1024, 2048]),
+            Workload::new(&[4096, 4096]),
+            Workload::new(&[16384, 4096]),
+        ],
         inputs: &[
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },
