@@ -104,6 +104,20 @@ fn constant_rows_give_exactly_beta() {
     }
 }
 
+/// Rows wider than the property tests draw, up to the 8192 some stages cover.
+#[test]
+fn rows_up_to_8192_on_the_stages_that_take_them() {
+    for stage in STAGES {
+        for width in [4100, 6000, 8188, 8192] {
+            if (stage.supports)(&[3, width]) {
+                for (seed, dist) in [Dist::Mixed, Dist::LargeOffset].into_iter().enumerate() {
+                    check_stage(&OP, stage, &[3, width], &inputs(3, width, dist, seed as u64)).unwrap();
+                }
+            }
+        }
+    }
+}
+
 /// mage-003 splits a row between two warps in whole 32-lane steps. Its
 /// `supports` keeps it to widths where that is sound; with the guard
 /// removed, the property test must find the defect.
