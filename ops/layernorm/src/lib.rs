@@ -14,6 +14,7 @@
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
 //! | [`try_ln_held4`] | candidate: a block per row, four quads per thread loaded before any is used, the warps merged without a division |
 //! | [`try_ln_stream`] | candidate: `try-ln-held4` with streaming cache hints on x and y |
+//! | [`try_ln_pair`] | candidate: two warps per row, four rows per block, three or four held quads per lane |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
@@ -56,6 +57,7 @@ pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
 pub mod try_ln_held4;
+pub mod try_ln_pair;
 pub mod try_ln_stream;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -257,7 +259,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first, then the candidates.
-    pub static STAGES: [&Stage; 8] = [
+    pub static STAGES: [&Stage; 9] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -266,6 +268,7 @@ mod host {
         &mage_008::STAGE,
         &try_ln_held4::STAGE,
         &try_ln_stream::STAGE,
+        &try_ln_pair::STAGE,
     ];
 
     /// One kernel entry of a stage: blocks of `rows` groups of `threads`

@@ -13,9 +13,9 @@ fn ptxas_resource_requests() {
 /// stage counts on (their docs predict from the occupancy they allow).
 #[test]
 fn entries_keep_to_their_register_budgets() {
-    use mage_layernorm::{try_ln_held4, try_ln_stream};
+    use mage_layernorm::{try_ln_held4, try_ln_pair, try_ln_stream};
     let requests = mage_common::tools::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
-    for entries in [try_ln_held4::ENTRIES, try_ln_stream::ENTRIES] {
+    for entries in [try_ln_held4::ENTRIES, try_ln_stream::ENTRIES, try_ln_pair::ENTRIES] {
         for e in entries {
             let r = requests.iter().find(|r| r.resources.entry == e.kernel.name).expect("every entry is in the PTX");
             assert!(
