@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
+//! | [`try_gelu_pair`] | candidate: two quads per thread, both loads issued before any math |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //!
 //! # Why not `tanh.approx`
@@ -27,6 +28,7 @@
 
 pub mod mage_001;
 pub mod mage_002;
+pub mod try_gelu_pair;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -35,6 +37,41 @@ pub mod current;
 pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh form.
 pub const CUBIC: f64 = 0.044_715;
+
+use mage_common::device::*;
+
+/// `−2·log2(e)·√(2/π)`: `s = z·(SIGMOID_B0 + SIGMOID_B1·z²) = −2u·log2(e)`.
+pub const SIGMOID_B0: f32 = (-2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI) as f32;
+/// `SIGMOID_B0 · 0.044715`.
+pub const SIGMOID_B1: f32 = (-2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) as f32;
+
+/// `gelu(z) = z·σ(2u)`, `σ = rsqrt(1 + ex2(s))²`: mage-002's arithmetic
+/// (its doc carries the error analysis), for the stages after it. `ex2` and
+/// `rsqrt` stand for `ex2.approx` and `rsqrt.approx`; tests check it gives
+/// mage-002's bits.
+#[inline(always)]
+pub fn gelu_sigmoid_with(z: f32, ex2: impl Fn(f32) -> f32, rsqrt: impl Fn(f32) -> f32) -> f32 {
+    let s = z * fma(SIGMOID_B1, z * z, SIGMOID_B0);
+    let r = rsqrt(1.0 + ex2(s));
+    z * (r * r)
+}
+
+/// Threads per block of the quad kernels after mage-002.
+pub const THREADS: u32 = 256;
+
+/// Writes `gelu(x + bias)` for quads `q[i]` (`i < U`, all inside the
+/// output) whose first elements sit in columns `col[i]`. Every load of x
+/// and bias is issued before any math: the stores are unconditional, so
+/// the compiler cannot sink a load into a store's branch.
+#[inline(always)]
+pub unsafe fn gelu_quads<const U: usize, A: Access>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: [u32; U]) {
+    let xs = q.map(|q| unsafe { A::load4(x, 4 * q) });
+    let bs = col.map(|c| unsafe { ld_nc4(bias, c) });
+    for i in 0..U {
+        let z = xs[i].zip(bs[i], |x, b| x + b);
+        unsafe { A::store4(y, 4 * q[i], z.map(|z| gelu_sigmoid_with(z, ex2_approx, rsqrt_approx))) };
+    }
+}
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -70,7 +107,12 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &try_gelu_pair::STAGE];
+
+    /// Widths whose quads never straddle two rows.
+    pub fn supports_quads(d: &[u32]) -> bool {
+        d[1].is_multiple_of(4)
+    }
 
     pub static OP: Op = Op {
         name: "gelu",
