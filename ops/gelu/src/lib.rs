@@ -67,6 +67,10 @@ pub const THREADS: u32 = 256;
 /// output) whose first elements sit in columns `col[i]`. Every load of x
 /// and bias is issued before any math: the stores are unconditional, so
 /// the compiler cannot sink a load into a store's branch.
+///
+/// # Safety
+/// Quad `q[i]` of `x` and `y` and the four floats of `bias` from `col[i]`
+/// lie in their buffers, all 16-byte aligned.
 #[inline(always)]
 pub unsafe fn gelu_quads<const U: usize, A: Access>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: [u32; U]) {
     let xs = q.map(|q| unsafe { A::load4(x, 4 * q) });
@@ -81,6 +85,10 @@ pub unsafe fn gelu_quads<const U: usize, A: Access>(x: *const f32, bias: *const 
 /// quads `g`, `g + G`, `g + 2G`, ..., two per step. A quad's column moves by
 /// the same `4G mod width` each step, so one modulo per thread at the start
 /// replaces mage-002's one per quad.
+///
+/// # Safety
+/// `x` and `y` hold `rows × width` floats and `bias` `width`, all 16-byte
+/// aligned; `width` is a multiple of 4; blocks have [`THREADS`] threads.
 #[inline(always)]
 pub unsafe fn gelu_stride<A: Access>(x: *const f32, bias: *const f32, y: *mut f32, rows: u32, width: u32) {
     let quads = rows * width / 4;

@@ -181,7 +181,14 @@ unsafe fn write_row<const T: u32, const Q: usize, const GATHER: bool, A: Access>
 /// past the row are clamped to its last quad and the value dropped, so no
 /// branch splits them); each warp reduces its part with two butterflies,
 /// the parts meet in `R·T/32·16` bytes of shared memory behind one barrier,
-/// and gamma and beta are read at the store (see [`write_row`] for `GATHER`).
+/// and gamma and beta are read at the store (with `GATHER`, a thread whose
+/// slots all lie in the row issues those loads together before its first
+/// store, for up to 8 more registers a slot while they are live).
+///
+/// # Safety
+/// `x` and `y` hold `rows × width` floats, `gamma` and `beta` `width`, all
+/// 16-byte aligned; `width` is a multiple of 4 and at most `4·T·Q`; the
+/// block has `R·T` threads and `R·T/32·16` bytes of shared memory.
 #[inline(always)]
 pub unsafe fn held_rows<const T: u32, const Q: usize, const R: u32, A: Access, const GATHER: bool>(
     x: *const f32,
@@ -245,6 +252,10 @@ pub const fn pipe_ring_bytes(threads: u32, quads: u32) -> u32 {
 /// barrier a row (statistics slots alternate between rows, so the next
 /// row's writes cannot race this row's reads). The row's first element,
 /// the shift, is loaded one row ahead into a register.
+///
+/// # Safety
+/// As [`held_rows`], with the shared memory of [`pipe_stats_bytes`] plus
+/// `R` times [`pipe_ring_bytes`].
 #[inline(always)]
 pub unsafe fn pipe_rows<const T: u32, const Q: usize, const R: u32, A: Access>(
     x: *const f32,
@@ -398,7 +409,7 @@ mod host {
 
     /// Whether some entry covers the dims' width, a multiple of 4.
     pub fn entries_support(entries: &[Entry], d: &[u32]) -> bool {
-        d[1] % 4 == 0 && entries.iter().any(|e| e.max_width() >= d[1])
+        d[1].is_multiple_of(4) && entries.iter().any(|e| e.max_width() >= d[1])
     }
 
     /// The narrowest entry covering `width`.
