@@ -312,6 +312,9 @@ pub unsafe fn st4(p: *mut f32, i: u32, v: F32x4) {
     }
 }
 
+mod stream;
+pub use stream::*;
+
 // ---------------------------------------------------------- shared memory
 
 #[cfg(target_arch = "nvptx64")]

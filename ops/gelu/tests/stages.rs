@@ -6,8 +6,8 @@
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::{EX2_APPROX_REL, RSQRT_APPROX_REL, TANH_APPROX_REL};
-use mage_common::op::{HostBuf, Stage, check_current, check_stage, emulate, fit_last_dim};
-use mage_gelu::{OP, STAGES, current, gelu_f64, mage_001, mage_002};
+use mage_common::op::{HostBuf, Stage, check_current, check_plan, check_stage, emulate, fit_last_dim};
+use mage_gelu::{OP, STAGES, current, gelu_f64, gelu_sigmoid_with, mage_001, mage_002, try_gelu_stride};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -100,6 +100,23 @@ fn a_dense_sweep_of_z_on_every_stage() {
     }
 }
 
+/// try-gelu-stride's plan gives each thread one or two quads at the shapes
+/// the property tests draw; with a few blocks every thread walks many
+/// quads, two per step, and the bias column wraps past the row's end at
+/// steps that are not multiples of the width.
+#[test]
+fn stride_threads_walking_many_quads_match_the_reference() {
+    for (rows, width) in [(7, 4), (5, 12), (3, 768), (9, 1000), (2, 1028), (33, 36)] {
+        for max_blocks in [1, 2, 3] {
+            let dims = [rows, width];
+            let plan = try_gelu_stride::plan_within(&dims, max_blocks);
+            assert!(plan.launches[0].grid.x <= max_blocks);
+            check_plan(&OP, &plan, &dims, &inputs(rows, width, Dist::Uniform(12.0), width as u64))
+                .unwrap_or_else(|e| panic!("try-gelu-stride at {dims:?} with {max_blocks} block(s): {e}"));
+        }
+    }
+}
+
 #[test]
 fn current_dispatches_by_shape() {
     let pick = |d: [u32; 2]| current::choose(&d).name;
@@ -157,6 +174,22 @@ fn mage_002_meets_the_tolerance_with_ex2_and_rsqrt_at_the_edges_of_their_contrac
         for g in [-RSQRT_APPROX_REL, 0.0, RSQRT_APPROX_REL] {
             let (ratio, z) = worst_ratio(|z| mage_002::gelu_with(z, ex2_off(f), rsqrt_off(g)));
             assert!(ratio < 1.0 / 80.0, "ex2 off by {f:e}, rsqrt by {g:e}: worst z = {z}, {ratio:.3} of the allowance");
+        }
+    }
+}
+
+/// The stages after mage-002 share its arithmetic through the crate's
+/// `gelu_sigmoid_with`, and so its error analysis: the same bits for every
+/// z and any behaviour of the two approximations.
+#[test]
+fn the_shared_sigmoid_form_is_mage_002_bit_for_bit() {
+    for f in [-EX2_APPROX_REL, 0.0, EX2_APPROX_REL] {
+        for g in [-RSQRT_APPROX_REL, 0.0, RSQRT_APPROX_REL] {
+            for z in z_grid() {
+                let ours = gelu_sigmoid_with(z, ex2_off(f), rsqrt_off(g));
+                let theirs = mage_002::gelu_with(z, ex2_off(f), rsqrt_off(g));
+                assert_eq!(ours.to_bits(), theirs.to_bits(), "z = {z}, ex2 off by {f:e}, rsqrt by {g:e}: {ours} against {theirs}");
+            }
         }
     }
 }

@@ -12,6 +12,10 @@
 //! | [`mage_006`] | one 128-thread block per row, the row held in registers, one read, one barrier, `rsqrt.approx` |
 //! | [`mage_007`] | one warp per row, the row held in registers: one read, no shared memory, no barrier |
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
+//! | [`try_ln_held4`] | candidate: a block per row, four quads per thread loaded before any is used, the warps merged without a division |
+//! | [`try_ln_stream`] | candidate: `try-ln-held4` with streaming cache hints on x and y |
+//! | [`try_ln_pair`] | candidate: two warps per row, four rows per block, three or four held quads per lane |
+//! | [`try_ln_pipe`] | candidate: persistent row groups streaming rows through a `cp.async` ring in shared memory |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
@@ -20,12 +24,43 @@
 //! so a row with mean 1e3 and spread 1e-2 normalises correctly.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+/// Declares a stage's kernel entries, `name => (threads, quads, rows,
+/// registers)` each running `body::<threads, quads, rows, rest...>`, and on
+/// the host its [`Entry`] table (narrowest rows first) and its kernel list.
+macro_rules! row_entries {
+    ($body:ident::<_, _, _, $($rest:tt),*>; $($name:ident => ($t:literal, $q:literal, $r:literal, $regs:literal)),* $(,)?) => {
+        #[inline(always)]
+        unsafe fn body<const T: u32, const Q: usize, const R: u32>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+            unsafe { crate::$body::<T, Q, R, $($rest),*>(x, gamma, beta, y, rows, width) }
+        }
+
+        $(mage_common::kernel! {
+            #[doc = concat!("Groups of ", stringify!($t), " threads holding ", stringify!($q), " quads each, ", stringify!($r), " group(s) per block.")]
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+                unsafe { body::<$t, $q, $r>(x, gamma, beta, y, rows, width) }
+            }
+        })*
+
+        /// The entries, narrowest rows first.
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub static ENTRIES: &[crate::Entry] = &[$(crate::Entry { threads: $t, quads: $q, rows: $r, registers: $regs, kernel: &$name::KERNEL }),*];
+
+        /// Every kernel entry of the stage.
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub static KERNELS: &[&mage_common::Kernel] = &[$(&$name::KERNEL),*];
+    };
+}
+
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
+pub mod try_ln_held4;
+pub mod try_ln_pair;
+pub mod try_ln_pipe;
+pub mod try_ln_stream;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -33,16 +68,278 @@ pub mod current;
 /// Added to the variance before the square root.
 pub const EPS: f32 = 1e-5;
 
+use mage_common::device::*;
+
+/// One warp's share of a row: the sum of its (shifted) values, their mean,
+/// their second moment about that mean, and how many there are.
+#[derive(Clone, Copy, Debug)]
+pub struct WarpPart {
+    pub sum: f32,
+    pub mean: f32,
+    pub m2: f32,
+    pub n: f32,
+}
+
+/// How many elements of a row of `quads` quads warp `w` of a `T`-thread
+/// row group holds, when thread `t` holds quads `t`, `t + T`, ...,
+/// `t + (Q - 1) T`. The same on every lane.
+#[inline(always)]
+pub fn warp_count<const T: u32, const Q: usize>(w: u32, quads: u32) -> f32 {
+    let mut n = 0;
+    for i in 0..Q as u32 {
+        n += quads.saturating_sub(w * 32 + T * i).min(32);
+    }
+    (4 * n) as f32
+}
+
+/// The [`WarpPart`] of the quads the lanes hold (values already shifted;
+/// slots not `valid` hold zeros), given the warp's element count `n`:
+/// two butterflies, the second centred on the warp's own mean.
+#[inline(always)]
+pub fn warp_part<const Q: usize>(held: &[F32x4; Q], valid: &[bool; Q], n: f32) -> WarpPart {
+    let mut s = 0.0;
+    for v in held {
+        s += v.sum();
+    }
+    let sum = warp_sum(s);
+    let mean = if n > 0.0 { sum / n } else { 0.0 };
+    let mut m2 = 0.0;
+    for (v, ok) in held.iter().zip(valid) {
+        if *ok {
+            m2 += v.map(|a| (a - mean) * (a - mean)).sum();
+        }
+    }
+    WarpPart { sum, mean, m2: warp_sum(m2), n }
+}
+
+/// Lane 0 writes its warp's part to the 16 shared bytes at `offset`.
+#[inline(always)]
+pub fn publish(offset: u32, p: WarpPart) {
+    if lane_id() == 0 {
+        smem_st4(offset, F32x4::new(p.sum, p.mean, p.m2, p.n));
+    }
+}
+
+/// The row's mean and `1/sqrt(var + EPS)` from the parts of `warps` warps
+/// published at `offset` (read after a barrier): `mean = Σ sum_v / width`,
+/// `M2 = Σ m2_v + n_v (mean_v - mean)²`. Each warp divided once for its own
+/// mean, so merging costs no division (mage-006 and mage-008 divide once
+/// per warp in every thread here).
+#[inline(always)]
+pub fn merge_parts(offset: u32, warps: u32, inv_width: f32) -> (f32, f32) {
+    let mut sum = 0.0;
+    for v in 0..warps {
+        sum += smem_ld(offset + 16 * v);
+    }
+    let mean = sum * inv_width;
+    let mut m2 = 0.0;
+    for v in 0..warps {
+        let p = smem_ld4(offset + 16 * v);
+        let d = p.y - mean;
+        m2 += p.z + p.w * d * d;
+    }
+    (mean, rsqrt_approx(m2 * inv_width + EPS))
+}
+
+/// Writes `gamma·(v - mean)·rstd + beta` for the valid held quads of a row
+/// starting at element `base`, thread `t` of `T`. With `GATHER`, a thread
+/// whose slots are all valid (all but the last few of a row) issues every
+/// gamma and beta load before its first store: one L1 or L2 round trip
+/// instead of one per slot, for up to 8 more registers per slot while they
+/// are live.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn write_row<const T: u32, const Q: usize, const GATHER: bool, A: Access>(
+    gamma: *const f32,
+    beta: *const f32,
+    y: *mut f32,
+    base: u32,
+    t: u32,
+    held: &[F32x4; Q],
+    valid: &[bool; Q],
+    (mean, rstd): (f32, f32),
+) {
+    let write = |i: usize| {
+        let q = t + T * i as u32;
+        unsafe {
+            let out = held[i].zip3(ld_nc4(gamma, 4 * q), ld_nc4(beta, 4 * q), |v, g, b| fma((v - mean) * rstd, g, b));
+            A::store4(y, base + 4 * q, out);
+        }
+    };
+    // Slots are valid from the first up; where all are, one branch-free
+    // block lets the loads issue together.
+    if GATHER && valid[Q - 1] {
+        (0..Q).for_each(write);
+    } else {
+        (0..Q).filter(|&i| valid[i]).for_each(write);
+    }
+}
+
+/// The body of kernels whose blocks normalise `R` rows at once, `T` threads
+/// a row, thread `t` holding quads `t + T·i` (`i < Q`) of its row from the
+/// load to the store. All `Q` loads are issued before any is used (indices
+/// past the row are clamped to its last quad and the value dropped, so no
+/// branch splits them); each warp reduces its part with two butterflies,
+/// the parts meet in `R·T/32·16` bytes of shared memory behind one barrier,
+/// and gamma and beta are read at the store (with `GATHER`, a thread whose
+/// slots all lie in the row issues those loads together before its first
+/// store, for up to 8 more registers a slot while they are live).
+///
+/// # Safety
+/// `x` and `y` hold `rows × width` floats, `gamma` and `beta` `width`, all
+/// 16-byte aligned; `width` is a multiple of 4 and at most `4·T·Q`; the
+/// block has `R·T` threads and `R·T/32·16` bytes of shared memory.
+#[inline(always)]
+pub unsafe fn held_rows<const T: u32, const Q: usize, const R: u32, A: Access, const GATHER: bool>(
+    x: *const f32,
+    gamma: *const f32,
+    beta: *const f32,
+    y: *mut f32,
+    rows: u32,
+    width: u32,
+) {
+    let tid = thread_idx_x();
+    let (group, t) = (tid / T, tid % T);
+    let row = block_idx_x() * R + group;
+    let active = row < rows;
+    let (quads, base, warps) = (width / 4, row * width, T / 32);
+    let mut held = [F32x4::ZERO; Q];
+    let mut valid = [false; Q];
+    if active {
+        let shift = unsafe { ld_nc(x, base) };
+        let mut raw = [F32x4::ZERO; Q];
+        for (i, v) in raw.iter_mut().enumerate() {
+            *v = unsafe { A::load4(x, base + 4 * (t + T * i as u32).min(quads - 1)) };
+        }
+        for (i, v) in raw.iter().enumerate() {
+            valid[i] = t + T * (i as u32) < quads;
+            held[i] = if valid[i] { v.map(|a| a - shift) } else { F32x4::ZERO };
+        }
+    }
+    let w = t / 32;
+    let slots = group * warps * 16;
+    publish(slots + 16 * w, warp_part(&held, &valid, warp_count::<T, Q>(w, quads)));
+    sync_threads();
+    let stats = merge_parts(slots, warps, 1.0 / width as f32);
+    if active {
+        unsafe { write_row::<T, Q, GATHER, A>(gamma, beta, y, base, t, &held, &valid, stats) };
+    }
+}
+
+/// Rows a row group of a pipe kernel keeps in its shared-memory ring: the
+/// one being normalised and three in flight.
+pub const PIPE_STAGES: u32 = 4;
+
+/// Shared bytes of a pipe block's statistics: for groups wider than a warp,
+/// two sets (alternate rows) of one 16-byte slot per warp.
+pub const fn pipe_stats_bytes(threads: u32, rows: u32) -> u32 {
+    if threads > 32 { rows * 2 * (threads / 32) * 16 } else { 0 }
+}
+
+/// Shared bytes of one row group's ring.
+pub const fn pipe_ring_bytes(threads: u32, quads: u32) -> u32 {
+    PIPE_STAGES * threads * quads * 16
+}
+
+/// The body of persistent kernels whose row groups (`R` per block, `T`
+/// threads each: a warp, or the whole block) walk the rows `g`, `g + G`,
+/// `g + 2G`, ... (`G` groups in the grid), streaming each row into a
+/// [`PIPE_STAGES`]-row ring in shared memory with `cp.async.cg` three rows
+/// before it is normalised. Thread `t` copies quads `t + T·i` and later
+/// reads those same quads, so the copies need only its own
+/// `cp.async.wait_group`, no barrier. A warp-wide group reduces with
+/// butterflies alone; a block-wide one meets in shared memory behind one
+/// barrier a row (statistics slots alternate between rows, so the next
+/// row's writes cannot race this row's reads). The row's first element,
+/// the shift, is loaded one row ahead into a register.
+///
+/// # Safety
+/// As [`held_rows`], with the shared memory of [`pipe_stats_bytes`] plus
+/// `R` times [`pipe_ring_bytes`].
+#[inline(always)]
+pub unsafe fn pipe_rows<const T: u32, const Q: usize, const R: u32, A: Access>(
+    x: *const f32,
+    gamma: *const f32,
+    beta: *const f32,
+    y: *mut f32,
+    rows: u32,
+    width: u32,
+) {
+    const { assert!(T == 32 || R == 1, "a group wider than a warp synchronises its whole block") };
+    let tid = thread_idx_x();
+    let (group, t, warps) = (tid / T, tid % T, T / 32);
+    let stride = grid_dim_x() * R;
+    let first = block_idx_x() * R + group;
+    let (quads, inv_width) = (width / 4, 1.0 / width as f32);
+    let w = t / 32;
+    let n_w = warp_count::<T, Q>(w, quads);
+    let ring = pipe_stats_bytes(T, R) + group * pipe_ring_bytes(T, Q as u32);
+    let slot = |stage: u32, i: u32| ring + ((stage * Q as u32 + i) * T + t) * 16;
+    let issue = |row: u32, stage: u32| {
+        for i in 0..Q as u32 {
+            let q = t + T * i;
+            if q < quads {
+                unsafe { cp_async_cg_16(slot(stage, i), x, row * width + 4 * q) };
+            }
+        }
+    };
+    for k in 0..PIPE_STAGES - 1 {
+        let row = first + k * stride;
+        if row < rows {
+            issue(row, k);
+        }
+        cp_async_commit();
+    }
+    let mut next_shift = if first < rows { unsafe { ld_nc(x, first * width) } } else { 0.0 };
+    let (mut row, mut k) = (first, 0);
+    while row < rows {
+        let shift = next_shift;
+        if row + stride < rows {
+            next_shift = unsafe { ld_nc(x, (row + stride) * width) };
+        }
+        let ahead = row + (PIPE_STAGES - 1) * stride;
+        if ahead < rows {
+            issue(ahead, (k + PIPE_STAGES - 1) % PIPE_STAGES);
+        }
+        cp_async_commit();
+        // One group per row, committed in row order: this row's is done.
+        cp_async_wait_group::<{ PIPE_STAGES - 1 }>();
+        let stage = k % PIPE_STAGES;
+        let mut held = [F32x4::ZERO; Q];
+        let mut valid = [false; Q];
+        for i in 0..Q {
+            valid[i] = t + T * (i as u32) < quads;
+            if valid[i] {
+                held[i] = smem_ld4(slot(stage, i as u32)).map(|a| a - shift);
+            }
+        }
+        let part = warp_part(&held, &valid, n_w);
+        let stats = if T == 32 {
+            (part.mean, rsqrt_approx(part.m2 * inv_width + EPS))
+        } else {
+            let slots = (k % 2) * warps * 16;
+            publish(slots + 16 * w, part);
+            sync_threads();
+            merge_parts(slots, warps, inv_width)
+        };
+        unsafe { write_row::<T, Q, true, A>(gamma, beta, y, row * width, t, &held, &valid, stats) };
+        row += stride;
+        k += 1;
+    }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
+    use mage_common::Kernel;
     use mage_common::fixtures::normal_input;
+    use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
 
     /// The kernel arguments every LayerNorm kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
@@ -72,9 +369,113 @@ mod host {
         ]
     }
 
-    /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE];
+    /// The registry: every stage, oldest first, then the candidates.
+    pub static STAGES: [&Stage; 10] = [
+        &mage_001::STAGE,
+        &mage_002::STAGE,
+        &mage_003::STAGE,
+        &mage_006::STAGE,
+        &mage_007::STAGE,
+        &mage_008::STAGE,
+        &try_ln_held4::STAGE,
+        &try_ln_stream::STAGE,
+        &try_ln_pair::STAGE,
+        &try_ln_pipe::STAGE,
+    ];
+
+    /// One kernel entry of a stage: blocks of `rows` groups of `threads`
+    /// threads, each thread holding `quads` quads of its group's row.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Entry {
+        pub threads: u32,
+        pub quads: u32,
+        pub rows: u32,
+        /// The most registers a thread may take: what the stage's occupancy
+        /// figures (and a persistent plan's grid) count on;
+        /// `tests/resources.rs` holds ptxas to it.
+        pub registers: u32,
+        pub kernel: &'static Kernel,
+    }
+
+    impl Entry {
+        /// The widest row it covers.
+        pub fn max_width(&self) -> u32 {
+            self.threads * self.quads * 4
+        }
+        fn block(&self) -> u32 {
+            self.threads * self.rows
+        }
+    }
+
+    /// Whether some entry covers the dims' width, a multiple of 4.
+    pub fn entries_support(entries: &[Entry], d: &[u32]) -> bool {
+        d[1].is_multiple_of(4) && entries.iter().any(|e| e.max_width() >= d[1])
+    }
+
+    /// The narrowest entry covering `width`.
+    pub fn entry_for(entries: &[Entry], width: u32) -> &Entry {
+        entries.iter().find(|e| e.max_width() >= width).expect("supports() bounds the width")
+    }
+
+    /// A launch of [`held_rows`]: a block per `rows` rows.
+    pub fn held_plan(entries: &[Entry], d: &[u32]) -> Plan {
+        let e = entry_for(entries, d[1]);
+        Launch {
+            kernel: e.kernel,
+            grid: Dim3::x(d[0].div_ceil(e.rows)),
+            block: Dim3::x(e.block()),
+            shared_bytes: e.rows * e.threads / 32 * 16,
+            args: args(d[0], d[1]),
+        }
+        .into()
+    }
+
+    /// The H200's SMs. Persistent plans size their grids by it; on another
+    /// GPU only their speed changes.
+    pub const SMS: u32 = 132;
+    /// Shared memory per SM on the H200, and what each block reserves of it.
+    const SHARED_PER_SM: u32 = 228 * 1024;
+    const SHARED_RESERVED_PER_BLOCK: u32 = 1024;
+    const WARPS_PER_SM: u32 = 64;
+    const REGISTERS_PER_SM: u32 = 65536;
+
+    /// Blocks of `threads` threads taking `registers` registers each and
+    /// `shared_bytes` of shared memory that one H200 SM holds at once.
+    pub fn resident_blocks(threads: u32, registers: u32, shared_bytes: u32) -> u32 {
+        let warps = threads.div_ceil(32);
+        // Registers are allocated per warp, 256 at a time.
+        let per_warp = (registers * 32).div_ceil(256) * 256;
+        let by_registers = (REGISTERS_PER_SM / per_warp).min(WARPS_PER_SM) / warps;
+        let by_shared = SHARED_PER_SM / (shared_bytes + SHARED_RESERVED_PER_BLOCK);
+        by_registers.min(by_shared).min(32)
+    }
+
+    fn pipe_shared(e: &Entry) -> u32 {
+        pipe_stats_bytes(e.threads, e.rows) + e.rows * pipe_ring_bytes(e.threads, e.quads)
+    }
+
+    /// A launch of [`pipe_rows`] with at most `max_blocks` blocks: as few
+    /// row groups as leave every group the same number of rows, give or
+    /// take one.
+    pub fn pipe_plan_within(entries: &[Entry], d: &[u32], max_blocks: u32) -> Plan {
+        let e = entry_for(entries, d[1]);
+        let per_group = d[0].div_ceil(max_blocks * e.rows);
+        let groups = d[0].div_ceil(per_group);
+        Launch {
+            kernel: e.kernel,
+            grid: Dim3::x(groups.div_ceil(e.rows)),
+            block: Dim3::x(e.block()),
+            shared_bytes: pipe_shared(e),
+            args: args(d[0], d[1]),
+        }
+        .into()
+    }
+
+    /// [`pipe_plan_within`] one wave of resident blocks on the H200.
+    pub fn pipe_plan(entries: &[Entry], d: &[u32]) -> Plan {
+        let e = entry_for(entries, d[1]);
+        pipe_plan_within(entries, d, SMS * resident_blocks(e.block(), e.registers, pipe_shared(e)))
+    }
 
     pub static OP: Op = Op {
         name: "layernorm",
@@ -82,7 +483,13 @@ mod host {
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
         default_dims: &[4096, 768],
-        sweep: &[Workload::new(&[4096, 768]), Workload::new(&[8192, 768]), Workload::new(&[1024, 2048]), Workload::new(&[4096, 4096])],
+        sweep: &[
+            Workload::new(&[4096, 768]),
+            Workload::new(&[8192, 768]),
+            Workload::new(&[1024, 2048]),
+            Workload::new(&[4096, 4096]),
+            Workload::new(&[16384, 4096]),
+        ],
         inputs: &[
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },

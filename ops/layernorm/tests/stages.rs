@@ -3,7 +3,7 @@
 
 use mage_common::fixtures::Rng;
 use mage_common::op::{HostBuf, Stage, check_current, check_plan, check_stage, fit_last_dim};
-use mage_layernorm::{OP, STAGES, current, mage_003};
+use mage_layernorm::{OP, STAGES, current, mage_003, try_ln_pipe};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -100,6 +100,37 @@ fn constant_rows_give_exactly_beta() {
             for (i, v) in out.iter().enumerate() {
                 assert_eq!(v.to_bits(), beta[i % dims[1] as usize].to_bits(), "{} at {dims:?}, element {i}: {v}", stage.name);
             }
+        }
+    }
+}
+
+/// Rows wider than the property tests draw, up to the 8192 some stages cover.
+#[test]
+fn rows_up_to_8192_on_the_stages_that_take_them() {
+    for stage in STAGES {
+        for width in [4100, 6000, 8188, 8192] {
+            if (stage.supports)(&[3, width]) {
+                for (seed, dist) in [Dist::Mixed, Dist::LargeOffset].into_iter().enumerate() {
+                    check_stage(&OP, stage, &[3, width], &inputs(3, width, dist, seed as u64)).unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// try-ln-pipe's plan gives each row group about one row at the shapes the
+/// property tests draw; with one or two blocks every group walks many rows,
+/// so the ring wraps, the statistics slots alternate and the shift loaded
+/// a row ahead must belong to the right row (each row has its own offset).
+#[test]
+fn pipe_groups_walking_many_rows_match_the_reference() {
+    for width in [4, 128, 252, 768, 1000, 1024, 1028, 2048, 2052, 4096] {
+        for (rows, max_blocks) in [(37, 1), (23, 2), (8, 1)] {
+            let dims = [rows, width];
+            let plan = try_ln_pipe::plan_within(&dims, max_blocks);
+            assert!(plan.launches[0].grid.x <= max_blocks, "{dims:?}: grid {}", plan.launches[0].grid);
+            check_plan(&OP, &plan, &dims, &inputs(rows, width, Dist::Mixed, 11 + width as u64))
+                .unwrap_or_else(|e| panic!("try-ln-pipe at {dims:?} with {max_blocks} block(s): {e}"));
         }
     }
 }
