@@ -125,6 +125,14 @@ impl Gpu {
         self.modules.load(package, ptx)
     }
 
+    /// Free and total device memory in bytes (`cuMemGetInfo`), so that a
+    /// command can refuse work that would not fit before allocating any.
+    pub fn memory(&self) -> Result<(u64, u64), String> {
+        self.bind()?;
+        let (free, total) = result::mem_get_info().map_err(cu("cuMemGetInfo"))?;
+        Ok((free as u64, total as u64))
+    }
+
     /// The modules loaded so far.
     pub fn modules(&self) -> &Modules {
         &self.modules
