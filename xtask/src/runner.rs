@@ -115,7 +115,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let tol = (op.tolerance)(&dims, &inputs);
     let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator, &inputs, &source, &reference, tol, !a.no_timing)?;
     if let Some(path) = &a.out {
-        fixtures::write_f32(path, &out)?;
+        fixtures::write_f32(path, &out, true)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
