@@ -8,7 +8,9 @@ mod compare;
 mod doctor;
 
 mod lock;
+mod memory;
 mod ops;
+mod outputs;
 mod plot;
 mod probes;
 mod profile;
@@ -39,9 +41,9 @@ pub struct RunArgs {
     /// Read inputs (and dims) from a fixture case directory.
     #[arg(long)]
     pub case: Option<PathBuf>,
-    /// Seed for generated inputs.
-    #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
-    pub seed: u64,
+    /// Seed for generated inputs (default 20260910); not with --case.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// The op's generator for the inputs (neighbor: `uniform`, `power-law`);
     /// its first if omitted.
     #[arg(long = "gen")]
@@ -49,9 +51,17 @@ pub struct RunArgs {
     /// Run on the CPU emulator: correctness only, no timings.
     #[arg(long)]
     pub emulate: bool,
-    /// Write the output as little-endian f32 to this file.
+    /// Write the output as little-endian f32 to this file, once it passed
+    /// every check.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file.
+    #[arg(long)]
+    pub force: bool,
+    /// Run inputs holding NaN or infinities (refused otherwise), and check
+    /// that the output has NaN and infinities where the reference has them.
+    #[arg(long)]
+    pub allow_nonfinite: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -86,6 +96,34 @@ pub struct SweepArgs {
     /// Keep the sweep as evidence of a namespace: results/<NAME>/sweep-<op>.json.
     #[arg(long)]
     pub namespace: Option<String>,
+    /// Replace the namespace's existing sweep-<op>.json.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct FixturesArgs {
+    pub op: String,
+    #[arg(long)]
+    pub dims: Option<String>,
+    #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
+    pub seed: u64,
+    /// The op's generator (neighbor: `uniform`, `power-law`); its first if omitted.
+    #[arg(long = "gen")]
+    pub generator: Option<String>,
+    /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
+    #[arg(long, allow_negative_numbers = true)]
+    pub constant: Option<f32>,
+    /// Allow a --constant that is NaN or infinite.
+    #[arg(long)]
+    pub allow_nonfinite: bool,
+    /// The case directory: new or empty (default `fixtures/<op>-<dims>` of
+    /// the checkout, or of the bundle beside the binary).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace an existing case whole (its expected.bin too).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Subcommand)]
@@ -95,22 +133,7 @@ enum Cmd {
     /// Build the PTX of every op (or the ones named) and print where it is.
     Ptx { packages: Vec<String> },
     /// Write a fixture case directory.
-    Fixtures {
-        op: String,
-        #[arg(long)]
-        dims: Option<String>,
-        #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
-        seed: u64,
-        /// The op's generator (neighbor: `uniform`, `power-law`); its first if omitted.
-        #[arg(long = "gen")]
-        generator: Option<String>,
-        /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
-        #[arg(long, allow_negative_numbers = true)]
-        constant: Option<f32>,
-        /// The case directory (default `fixtures/<op>-<dims>`).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Fixtures(FixturesArgs),
     /// Run one stage: check it against the f64 reference, then time it.
     Run(RunArgs),
     /// Run every stage over the op's sweep shapes; print a table, keep JSON.
@@ -162,9 +185,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Doctor => doctor::run(),
         Cmd::Ptx { packages } => ops::build_all(&packages),
-        Cmd::Fixtures { op, dims, seed, generator, constant, out } => {
-            runner::fixtures(&op, dims.as_deref(), generator.as_deref(), seed, constant, out)
-        }
+        Cmd::Fixtures(args) => runner::fixtures(&args),
         Cmd::Run(args) => runner::run(&args),
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => ops::bundle(&out),
