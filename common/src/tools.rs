@@ -145,7 +145,7 @@ pub fn ptxas() -> Result<PathBuf, String> {
             return Ok(PathBuf::from(p));
         }
         let root = workspace_root().join("target/tools/pypi");
-        let bin = root.join("nvidia/cu13/bin/ptxas");
+        let bin = installed_ptxas_path();
         if !bin.exists() {
             let mut c = Command::new("python3");
             c.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
@@ -161,6 +161,11 @@ pub fn ptxas() -> Result<PathBuf, String> {
         Ok(bin)
     })
     .clone()
+}
+
+/// Where [`ptxas`] installs the pinned ptxas (which may not exist yet).
+pub fn installed_ptxas_path() -> PathBuf {
+    workspace_root().join("target/tools/pypi/nvidia/cu13/bin/ptxas")
 }
 
 /// The version ptxas reports (`13.0.88`).

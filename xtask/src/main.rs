@@ -128,7 +128,8 @@ pub struct FixturesArgs {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Check, one line each, what building and running needs.
+    /// Check, one line each, what building and running needs (builds
+    /// nothing); exits 1 when a line says MISSING.
     Doctor,
     /// Build the PTX of every op (or the ones named) and print where it is.
     Ptx { packages: Vec<String> },
