@@ -181,8 +181,32 @@ enum Cmd {
     },
 }
 
+/// A command-line usage error as one line: clap's message and tip, without
+/// its usage block.
+fn usage_error_line(rendered: &str) -> String {
+    let mut line = String::new();
+    for part in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if part.starts_with("Usage:") || part.starts_with("For more information") {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    format!("{line} (see --help)")
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version, and help for a bare command, print as clap does.
+        Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            eprintln!("{}", usage_error_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.cmd {
         Cmd::Doctor => doctor::run(),
         Cmd::Ptx { packages } => ops::build_all(&packages),
@@ -204,5 +228,21 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_error_is_one_line_with_its_tip() {
+        let rendered = "error: unexpected argument '--dimz' found\n\n  tip: a similar argument exists: '--dims'\n\nUsage: xtask run --dims <DIMS> <OP>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error_line(rendered),
+            "error: unexpected argument '--dimz' found; tip: a similar argument exists: '--dims' (see --help)"
+        );
+        let rendered = "error: the following required arguments were not provided:\n  <OP>\n\nUsage: xtask run <OP>\n";
+        assert_eq!(usage_error_line(rendered), "error: the following required arguments were not provided: <OP> (see --help)");
     }
 }
