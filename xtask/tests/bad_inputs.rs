@@ -880,12 +880,15 @@ fn doctor_exit_code_follows_its_missing_lines() {
 #[test]
 fn doctor_builds_nothing() {
     let s = Scratch::new("doctor-builds-nothing");
-    // A cargo that records every call: doctor must make none.
+    // A cargo that answers `--version` and records every other call (a
+    // build): doctor must make none.
     let bin = s.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let log = s.join("cargo-calls");
     let fake = bin.join("cargo");
-    std::fs::write(&fake, format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n", log.display())).unwrap();
+    let script =
+        format!("#!/bin/sh\n[ \"$1\" = --version ] && echo 'cargo 1.97.0' && exit 0\necho \"$@\" >> '{}'\nexit 1\n", log.display());
+    std::fs::write(&fake, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
