@@ -100,8 +100,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Writes a case directory (creating it). Files are written to a temporary
-/// name first and renamed, so an interrupted write leaves no half case.
+/// Writes a case's files into `dir` (creating it), each through a
+/// temporary file and a rename. [`create_case`] is the one to call where
+/// `dir` may already hold something.
 pub fn write_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf]) -> Result<(), String> {
     op.check_inputs(&spec.dims, inputs)?;
     fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
@@ -117,30 +118,150 @@ pub fn write_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf]) -> R
     Ok(())
 }
 
+/// What a case directory about to be written would land on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Nothing there yet.
+    New,
+    /// An empty directory.
+    Empty,
+    /// A case, to be replaced whole.
+    Case,
+}
+
+/// Whether a case may be written at `dir`: nothing there, or an empty
+/// directory, or (only with `replace`) an existing case. A file, or a
+/// directory with other contents, is refused even with `replace`.
+pub fn case_destination(dir: &Path, replace: bool) -> Result<Destination, String> {
+    let d = dir.display();
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::New),
+        Err(e) => return Err(format!("{d}: {e}")),
+    };
+    if !meta.is_dir() {
+        return Err(format!("{d} exists and is not a directory; name a new directory for the case"));
+    }
+    let empty = fs::read_dir(dir).map_err(|e| format!("{d}: {e}"))?.next().is_none();
+    if empty {
+        Ok(Destination::Empty)
+    } else if !dir.join("input.json").is_file() {
+        Err(format!("{d} is a directory that holds other files, not a case (no input.json); name a new or empty directory"))
+    } else if replace {
+        Ok(Destination::Case)
+    } else {
+        Err(format!("the directory {d} already holds a case; pass --force to replace it whole (expected.bin included)"))
+    }
+}
+
+/// Writes a case directory whole, or not at all: the files go to a
+/// temporary directory beside `dir`, renamed to `dir` once complete. An
+/// existing case at `dir` is replaced only with `replace`, and then every
+/// old file goes (a stale `expected.bin` would pass against new inputs).
+pub fn create_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf], replace: bool) -> Result<(), String> {
+    let destination = case_destination(dir, replace)?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    let staged = temp_beside(dir, "new");
+    let written = write_case(&staged, op, spec, inputs).and_then(|()| match destination {
+        Destination::New | Destination::Empty => rename(&staged, dir),
+        Destination::Case => {
+            let old = temp_beside(dir, "old");
+            rename(dir, &old)?;
+            if let Err(e) = rename(&staged, dir) {
+                let _ = fs::rename(&old, dir);
+                return Err(e);
+            }
+            fs::remove_dir_all(&old).map_err(|e| format!("removing the replaced case {}: {e}", old.display()))
+        }
+    });
+    if written.is_err() {
+        let _ = fs::remove_dir_all(&staged);
+    }
+    written
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), String> {
+    fs::rename(from, to).map_err(|e| format!("renaming {} to {}: {e}", from.display(), to.display()))
+}
+
+/// The files of a case that `run --case` reads, by name.
+pub fn case_files(op: &Op) -> Vec<String> {
+    let inputs = op.inputs.iter().map(|i| format!("{}.bin", i.file));
+    ["input.json", "inputs.sha256.json"].into_iter().map(String::from).chain(inputs).chain(["expected.bin".to_string()]).collect()
+}
+
 fn json_bytes<T: serde::Serialize>(v: &T) -> Vec<u8> {
     let mut s = serde_json::to_string_pretty(v).expect("serialising json");
     s.push('\n');
     s.into_bytes()
 }
 
-/// Write `bytes` to `path` through a temporary file and a rename.
+/// `.NAME.KIND<pid>` beside `path`: hidden, and unique to this process.
+fn temp_beside(path: &Path, kind: &str) -> PathBuf {
+    let name = path.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{kind}{}", std::process::id()))
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a
+/// rename, replacing what `path` held. On any error the temporary file is
+/// removed and `path` is as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&tmp, bytes).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-    fs::rename(&tmp, path).map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
+    if path.is_dir() {
+        return Err(format!("{} is a directory; name a file", path.display()));
+    }
+    let tmp = temp_beside(path, "tmp");
+    let written = fs::write(&tmp, bytes).map_err(|e| format!("writing {}: {e}", path.display())).and_then(|()| rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// [`write_atomic`] that never replaces anything: an existing `path` is
+/// an error and stays as it was.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = temp_beside(path, "tmp");
+    let exists = || format!("{} exists; it is left as it was", path.display());
+    let written = fs::write(&tmp, bytes).map_err(|e| format!("writing {}: {e}", path.display())).and_then(|()| {
+        // A hard link never replaces its target, so a file that appeared
+        // since any earlier check survives.
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(exists()),
+            Err(_) if fs::symlink_metadata(path).is_ok() => Err(exists()),
+            Err(_) => rename(&tmp, path),
+        }
+    });
+    let _ = fs::remove_file(&tmp);
+    written
+}
+
+/// Reads and checks a case's `input.json` alone: it names this op, dims
+/// the op accepts and one of its generators.
+pub fn read_spec(dir: &Path, op: &Op) -> Result<CaseSpec, String> {
+    let d = dir.display();
+    if !dir.is_dir() {
+        return Err(format!("case {d} is not a directory"));
+    }
+    let spec_text = fs::read_to_string(dir.join("input.json")).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    let spec: CaseSpec = serde_json::from_str(&spec_text).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    if spec.op != op.name {
+        return Err(format!("case {d} is a `{}` case, not `{}`", spec.op, op.name));
+    }
+    op.check_dims(&spec.dims).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    op.generator(Some(&spec.generator)).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    Ok(spec)
 }
 
 /// Reads and checks a case: `input.json` names this op and valid dims,
 /// every input file is present, of the right length, and matches its sha256.
 pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
     let d = dir.display();
-    let spec_text = fs::read_to_string(dir.join("input.json")).map_err(|e| format!("case {d}: input.json: {e}"))?;
-    let spec: CaseSpec = serde_json::from_str(&spec_text).map_err(|e| format!("case {d}: input.json: {e}"))?;
-    if spec.op != op.name {
-        return Err(format!("case {d} is a `{}` case, not `{}`", spec.op, op.name));
-    }
-    op.check_dims(&spec.dims).map_err(|e| format!("case {d}: {e}"))?;
-    op.generator(Some(&spec.generator)).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    let spec = read_spec(dir, op)?;
     let sums_text = fs::read_to_string(dir.join("inputs.sha256.json")).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
     let sha256: BTreeMap<String, String> = serde_json::from_str(&sums_text).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
     let lens = op.input_lens(&spec.dims);
@@ -174,15 +295,17 @@ pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
             }
             Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
         }
-        Err(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("case {d}: expected.bin: {e}")),
     };
     Ok(Case { dir: dir.to_path_buf(), spec, inputs, sha256, expected })
 }
 
-/// Writes an output as little-endian f32.
-pub fn write_f32(path: &Path, values: &[f32]) -> Result<(), String> {
+/// Writes an output as little-endian f32; an existing file is replaced
+/// only with `replace`.
+pub fn write_f32(path: &Path, values: &[f32], replace: bool) -> Result<(), String> {
     let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
-    write_atomic(path, &bytes)
+    if replace { write_atomic(path, &bytes) } else { write_new(path, &bytes) }
 }
 
 #[cfg(test)]
@@ -197,6 +320,64 @@ mod tests {
         assert_eq!(r.next_u64(), 11233741371356590328_u64, "SplitMix64 stream moved");
         let v = normal_input(DEFAULT_SEED, 0, 4);
         assert!(v.iter().all(|x| x.is_finite() && x.abs() < 2.0));
+    }
+
+    /// A fresh empty directory under the system temp directory.
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mage-fixtures-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut n: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temporary_file() {
+        let dir = scratch_dir("atomic");
+        fs::create_dir(dir.join("out")).unwrap();
+        let e = write_atomic(&dir.join("out"), b"x").unwrap_err();
+        assert!(e.contains("is a directory"), "{e}");
+        let e = write_atomic(&dir.join("missing/out.bin"), b"x").unwrap_err();
+        assert!(e.starts_with("writing"), "{e}");
+        assert_eq!(names(&dir), ["out"]);
+        write_atomic(&dir.join("f.bin"), b"new").unwrap();
+        assert_eq!(names(&dir), ["f.bin", "out"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_new_never_replaces_a_file() {
+        let dir = scratch_dir("new");
+        let path = dir.join("f.bin");
+        write_new(&path, b"first").unwrap();
+        let e = write_new(&path, b"second").unwrap_err();
+        assert!(e.contains("exists"), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        assert_eq!(names(&dir), ["f.bin"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_new_empty_or_replaceable_case_directories_are_destinations() {
+        let dir = scratch_dir("destination");
+        assert_eq!(case_destination(&dir.join("new"), false), Ok(Destination::New));
+        fs::create_dir(dir.join("empty")).unwrap();
+        assert_eq!(case_destination(&dir.join("empty"), false), Ok(Destination::Empty));
+        fs::create_dir(dir.join("case")).unwrap();
+        fs::write(dir.join("case/input.json"), "{}").unwrap();
+        assert!(case_destination(&dir.join("case"), false).unwrap_err().contains("pass --force"));
+        assert_eq!(case_destination(&dir.join("case"), true), Ok(Destination::Case));
+        fs::create_dir(dir.join("other")).unwrap();
+        fs::write(dir.join("other/notes.txt"), "").unwrap();
+        assert!(case_destination(&dir.join("other"), true).unwrap_err().contains("not a case"));
+        fs::write(dir.join("file"), "").unwrap();
+        assert!(case_destination(&dir.join("file"), true).unwrap_err().contains("not a directory"));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

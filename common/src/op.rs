@@ -463,12 +463,16 @@ impl Op {
                 return Err(format!("{} dim `{name}` is {d}; it must be at least {min}", self.name));
             }
         }
-        let shapes = self.inputs.iter().map(|i| (i.role, i.shape)).chain(std::iter::once(("output", self.output)));
+        let shapes = self
+            .inputs
+            .iter()
+            .map(|i| (format!("input {} ({}.bin)", i.role, i.file), i.shape))
+            .chain(std::iter::once(("the output".to_string(), self.output)));
         for (what, shape) in shapes {
             // In u128: a product of u32 dims cannot wrap there.
             let n: u128 = shape.iter().map(|e| e.of(dims) as u128).product();
             if n > (1u128 << 30) {
-                return Err(format!("dims {} overflow: the {what} would hold {n} elements (at most 2^30)", Op::dims_label(dims)));
+                return Err(format!("dims {} overflow: {what} would hold {n} elements (at most 2^30)", Op::dims_label(dims)));
             }
         }
         Ok(())
@@ -495,6 +499,37 @@ impl Op {
         }
         (self.check_inputs)(dims, inputs)
     }
+}
+
+impl Op {
+    /// Refuses a NaN or an infinity in an f32 input: the error names the
+    /// file, the first offending flat index and where that lies in the
+    /// input's shape.
+    pub fn check_finite(&self, dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+        for ((spec, buf), shape) in self.inputs.iter().zip(inputs).zip(self.input_shapes(dims)) {
+            let HostBuf::F32(values) = buf else { continue };
+            if let Some(i) = values.iter().position(|x| !x.is_finite()) {
+                return Err(format!(
+                    "{}.bin ({}) holds {} at index {i} ({:?} of shape {shape:?})",
+                    spec.file,
+                    spec.role,
+                    values[i],
+                    unravel(i, &shape)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Flat index `i` of a row-major shape as one index per axis.
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (slot, &extent) in index.iter_mut().zip(shape).rev() {
+        *slot = i % extent.max(1);
+        i /= extent.max(1);
+    }
+    index
 }
 
 /// Runs one stage on the emulator: the output is poisoned, every launch of
@@ -577,4 +612,17 @@ pub fn check_current(op: &Op, dims: &[u32], inputs: &[HostBuf]) -> Result<crate:
     op.check_inputs(dims, inputs)?;
     let stage = op.dispatch(dims, inputs);
     check_stage(op, stage, dims, inputs).map_err(|e| format!("{CURRENT} → {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flat_index_unravels_row_major() {
+        assert_eq!(unravel(0, &[4, 128]), vec![0, 0]);
+        assert_eq!(unravel(130, &[4, 128]), vec![1, 2]);
+        assert_eq!(unravel(84 + 2 * 12 + 3, &[2, 7, 12]), vec![1, 2, 3]);
+        assert_eq!(unravel(5, &[6]), vec![5]);
+    }
 }

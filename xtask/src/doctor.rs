@@ -1,26 +1,47 @@
 //! `cargo xtask doctor`: one line for each thing a build or a run needs.
 //! Other commands that find something missing name the line to read here.
+//! It builds and installs nothing (what it cannot see without building, it
+//! says how to build), and exits 1 when a line says MISSING.
 
+use mage_common::tools::{self, Home};
+use std::path::Path;
 use std::process::Command;
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Status {
     Ok,
     Missing,
     NotHere,
 }
 
-fn line(status: Status, name: &str, detail: impl AsRef<str>) {
-    let s = match status {
-        Status::Ok => "ok     ",
-        Status::Missing => "MISSING",
-        Status::NotHere => "-      ",
-    };
-    println!("{s}  {name:<12} {}", detail.as_ref());
+/// The lines printed so far, so that the exit code can follow them.
+#[derive(Default)]
+struct Report {
+    missing: Vec<&'static str>,
+}
+
+impl Report {
+    fn line(&mut self, status: Status, name: &'static str, detail: impl AsRef<str>) {
+        let s = match status {
+            Status::Ok => "ok     ",
+            Status::Missing => "MISSING",
+            Status::NotHere => "-      ",
+        };
+        if status == Status::Missing {
+            self.missing.push(name);
+        }
+        println!("{s}  {name:<12} {}", detail.as_ref());
+    }
+}
+
+/// stdout of a command run in `dir`, where it succeeds.
+fn output_in(dir: &Path, cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).current_dir(dir).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 fn output(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    output_in(Path::new("."), cmd, args)
 }
 
 /// The highest PTX ISA a CUDA driver version accepts.
@@ -34,54 +55,80 @@ fn ptx_isa(driver: &str) -> &'static str {
     }
 }
 
-pub fn run() -> Result<(), String> {
-    // A bundle on a GPU machine has no cargo and needs none: its PTX is inside.
-    let in_workspace =
-        mage_common::tools::workspace_root().join("rust-toolchain.toml").exists() && output("cargo", &["--version"]).is_some();
-    if in_workspace {
-        match output("rustc", &["--version"]) {
-            Some(v) => {
-                let llvm = mage_common::tools::llvm_bin();
-                let src = output("rustc", &["--print", "sysroot"])
-                    .map(|s| std::path::Path::new(&s).join("lib/rustlib/src/rust/library/core").exists())
-                    .unwrap_or(false);
-                match (llvm, src) {
-                    (Ok(_), true) => line(Status::Ok, "toolchain", format!("{v} with rust-src and llvm-tools")),
-                    (Err(e), _) => line(Status::Missing, "toolchain", e),
-                    (_, false) => line(Status::Missing, "toolchain", format!("{v}: rust-src missing (rustup component add rust-src)")),
-                }
+/// The toolchain lines of a checkout. `rustc` runs in the checkout so that
+/// `rust-toolchain.toml` picks the pinned nightly.
+fn checkout_lines(r: &mut Report, root: &Path) {
+    match output_in(root, "rustc", &["--version"]) {
+        Some(v) => {
+            let llvm = tools::llvm_bin();
+            let src = output_in(root, "rustc", &["--print", "sysroot"])
+                .map(|s| Path::new(&s).join("lib/rustlib/src/rust/library/core").exists())
+                .unwrap_or(false);
+            match (llvm, src) {
+                (Ok(_), true) => r.line(Status::Ok, "toolchain", format!("{v} with rust-src and llvm-tools")),
+                (Err(e), _) => r.line(Status::Missing, "toolchain", e),
+                (_, false) => r.line(Status::Missing, "toolchain", format!("{v}: rust-src missing (rustup component add rust-src)")),
             }
-            None => line(Status::Missing, "toolchain", "rustc not found: install rustup; rust-toolchain.toml pins the nightly"),
         }
-        match mage_common::tools::build_ptx("mage-common") {
-            Ok(p) => line(Status::Ok, "nvptx build", format!("{}", p.display())),
-            Err(e) => line(Status::Missing, "nvptx build", e.lines().next().unwrap_or_default()),
+        None => r.line(Status::Missing, "toolchain", "rustc not found: install rustup; rust-toolchain.toml pins the nightly"),
+    }
+    let pinned = std::env::var_os("MAGE_PTXAS").map(std::path::PathBuf::from).unwrap_or_else(tools::installed_ptxas_path);
+    if pinned.exists() {
+        match tools::ptxas_version(&pinned) {
+            Ok(v) if v == tools::PTXAS_VERSION => r.line(Status::Ok, "ptxas", format!("{v} ({})", pinned.display())),
+            Ok(v) => {
+                r.line(Status::Missing, "ptxas", format!("{} is ptxas {v}; snapshots need {}", pinned.display(), tools::PTXAS_VERSION))
+            }
+            Err(e) => r.line(Status::Missing, "ptxas", e.lines().next().unwrap_or_default()),
         }
-        match mage_common::tools::ptxas() {
-            Ok(p) => line(Status::Ok, "ptxas", format!("{} ({})", mage_common::tools::PTXAS_VERSION, p.display())),
-            Err(e) => line(Status::Missing, "ptxas", e.lines().next().unwrap_or_default()),
-        }
+    } else if output("python3", &["-m", "pip", "--version"]).is_some() {
+        r.line(Status::NotHere, "ptxas", format!("not installed yet: the first `cargo test` installs {} with pip", tools::PTXAS_VERSION));
     } else {
-        for name in ["toolchain", "nvptx build", "ptxas"] {
-            line(Status::NotHere, name, "not needed here: this binary carries its PTX");
+        r.line(Status::Missing, "ptxas", "not installed, and `python3 -m pip` (which installs it) is not available");
+    }
+}
+
+pub fn run() -> Result<(), String> {
+    let mut r = Report::default();
+    let home = tools::home();
+    match &home {
+        Home::Checkout(root) => checkout_lines(&mut r, root),
+        Home::Bundle(_) | Home::Loose => {
+            for name in ["toolchain", "ptxas"] {
+                r.line(Status::NotHere, name, "not needed here: this binary carries its PTX");
+            }
         }
+    }
+    // The PTX was built with this binary (build.rs), so it tells whether
+    // the nvptx build works without running one.
+    let failed: Vec<String> = std::iter::once("mage-common")
+        .chain(crate::ops::all().iter().map(|op| op.package))
+        .filter_map(|p| crate::ops::ptx(p).err())
+        .collect();
+    match failed.first() {
+        None if matches!(home, Home::Checkout(_)) => {
+            r.line(Status::Ok, "nvptx build", "every op's PTX was built with this binary (`cargo xtask ptx` rebuilds it)")
+        }
+        None => r.line(Status::Ok, "nvptx build", "every op's PTX was built with this binary"),
+        Some(e) => r.line(Status::Missing, "nvptx build", e),
     }
     let sizes: Result<Vec<String>, String> =
         crate::ops::all().iter().map(|op| crate::ops::ptx(op.package).map(|p| format!("{} {} KB", op.name, p.len() / 1024))).collect();
     match sizes {
-        Ok(s) => line(Status::Ok, "PTX", format!("built in: {}", s.join(", "))),
-        Err(e) => line(Status::Missing, "PTX", e),
+        Ok(s) => r.line(Status::Ok, "PTX", format!("built in: {}", s.join(", "))),
+        Err(e) => r.line(Status::Missing, "PTX", e),
     }
     match mage_runtime::gpu::Gpu::open() {
         Ok(gpu) => {
             let info = gpu.info();
-            line(Status::Ok, "CUDA driver", format!("{} (PTX ISA up to {})", info.driver_version, ptx_isa(&info.driver_version)));
+            r.line(Status::Ok, "CUDA driver", format!("{} (PTX ISA up to {})", info.driver_version, ptx_isa(&info.driver_version)));
             let c = gpu.clocks();
-            line(
+            let memory = gpu.memory().map_or_else(|e| e, |(free, total)| format!("{} of {} MiB free", free >> 20, total >> 20));
+            r.line(
                 Status::Ok,
                 "GPU",
                 format!(
-                    "{}, sm_{}{}, {} SMs, {} MB L2; clocks SM {} MHz, memory {} MHz, {}",
+                    "{}, sm_{}{}, {} SMs, {} MB L2, {memory}; clocks SM {} MHz, memory {} MHz, {}",
                     info.name,
                     info.compute_capability.0,
                     info.compute_capability.1,
@@ -93,20 +140,23 @@ pub fn run() -> Result<(), String> {
                 ),
             );
             match gpu.cupti_available() {
-                Ok(()) => line(Status::Ok, "CUPTI", "activity records available"),
-                Err(e) => line(Status::Missing, "CUPTI", e),
+                Ok(()) => r.line(Status::Ok, "CUPTI", "activity records available"),
+                Err(e) => r.line(Status::Missing, "CUPTI", e),
             }
             match output("python3", &["-c", "import torch, triton; print(torch.__version__, triton.__version__)"]) {
-                Some(v) => line(Status::Ok, "python3", format!("torch {}", v.replace(' ', ", triton "))),
-                None => line(Status::Missing, "python3", "python3 with torch and triton not found (needed by compare only)"),
+                Some(v) => r.line(Status::Ok, "python3", format!("torch {}", v.replace(' ', ", triton "))),
+                None => {
+                    r.line(Status::NotHere, "python3", "python3 with torch and triton not found (compare needs them; nothing else does)")
+                }
             }
         }
         Err(e) => {
-            line(Status::Missing, "CUDA driver", e);
+            // The hint to read this very line would be circular here.
+            r.line(Status::Missing, "CUDA driver", e.split("; run with --emulate").next().unwrap_or(&e));
             for name in ["GPU", "CUPTI", "python3"] {
-                line(Status::NotHere, name, "needs a CUDA device");
+                r.line(Status::NotHere, name, "needs a CUDA device");
             }
         }
     }
-    Ok(())
+    if r.missing.is_empty() { Ok(()) } else { Err(format!("doctor: missing {} (see the MISSING lines above)", r.missing.join(", "))) }
 }

@@ -8,7 +8,9 @@ mod compare;
 mod doctor;
 
 mod lock;
+mod memory;
 mod ops;
+mod outputs;
 mod plot;
 mod probes;
 mod profile;
@@ -40,9 +42,9 @@ pub struct RunArgs {
     /// Read inputs (and dims) from a fixture case directory.
     #[arg(long)]
     pub case: Option<PathBuf>,
-    /// Seed for generated inputs.
-    #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
-    pub seed: u64,
+    /// Seed for generated inputs (default 20260910); not with --case.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// The op's generator for the inputs (neighbor: `uniform`, `power-law`);
     /// its first if omitted.
     #[arg(long = "gen")]
@@ -50,9 +52,17 @@ pub struct RunArgs {
     /// Run on the CPU emulator: correctness only, no timings.
     #[arg(long)]
     pub emulate: bool,
-    /// Write the output as little-endian f32 to this file.
+    /// Write the output as little-endian f32 to this file, once it passed
+    /// every check.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file.
+    #[arg(long)]
+    pub force: bool,
+    /// Run inputs holding NaN or infinities (refused otherwise), and check
+    /// that the output has NaN and infinities where the reference has them.
+    #[arg(long)]
+    pub allow_nonfinite: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -87,31 +97,45 @@ pub struct SweepArgs {
     /// Keep the sweep as evidence of a namespace: results/<NAME>/sweep-<op>.json.
     #[arg(long)]
     pub namespace: Option<String>,
+    /// Replace the namespace's existing sweep-<op>.json.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct FixturesArgs {
+    pub op: String,
+    #[arg(long)]
+    pub dims: Option<String>,
+    #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
+    pub seed: u64,
+    /// The op's generator (neighbor: `uniform`, `power-law`); its first if omitted.
+    #[arg(long = "gen")]
+    pub generator: Option<String>,
+    /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
+    #[arg(long, allow_negative_numbers = true)]
+    pub constant: Option<f32>,
+    /// Allow a --constant that is NaN or infinite.
+    #[arg(long)]
+    pub allow_nonfinite: bool,
+    /// The case directory: new or empty (default `fixtures/<op>-<dims>` of
+    /// the checkout, or of the bundle beside the binary).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace an existing case whole (its expected.bin too).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Check, one line each, what building and running needs.
+    /// Check, one line each, what building and running needs (builds
+    /// nothing); exits 1 when a line says MISSING.
     Doctor,
     /// Build the PTX of every op (or the ones named) and print where it is.
     Ptx { packages: Vec<String> },
     /// Write a fixture case directory.
-    Fixtures {
-        op: String,
-        #[arg(long)]
-        dims: Option<String>,
-        #[arg(long, default_value_t = mage_common::fixtures::DEFAULT_SEED)]
-        seed: u64,
-        /// The op's generator (neighbor: `uniform`, `power-law`); its first if omitted.
-        #[arg(long = "gen")]
-        generator: Option<String>,
-        /// Fill the first input (x, a) with this value instead of normal(0, 0.25).
-        #[arg(long, allow_negative_numbers = true)]
-        constant: Option<f32>,
-        /// The case directory (default `fixtures/<op>-<dims>`).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Fixtures(FixturesArgs),
     /// Run one stage: check it against the f64 reference, then time it.
     Run(RunArgs),
     /// Run every stage over the op's sweep shapes; print a table, keep JSON.
@@ -165,14 +189,36 @@ enum Cmd {
     },
 }
 
+/// A command-line usage error as one line: clap's message and tip, without
+/// its usage block.
+fn usage_error_line(rendered: &str) -> String {
+    let mut line = String::new();
+    for part in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if part.starts_with("Usage:") || part.starts_with("For more information") {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    format!("{line} (see --help)")
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version, and help for a bare command, print as clap does.
+        Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            eprintln!("{}", usage_error_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.cmd {
         Cmd::Doctor => doctor::run(),
         Cmd::Ptx { packages } => ops::build_all(&packages),
-        Cmd::Fixtures { op, dims, seed, generator, constant, out } => {
-            runner::fixtures(&op, dims.as_deref(), generator.as_deref(), seed, constant, out)
-        }
+        Cmd::Fixtures(args) => runner::fixtures(&args),
         Cmd::Run(args) => runner::run(&args),
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => ops::bundle(&out),
@@ -191,5 +237,21 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_error_is_one_line_with_its_tip() {
+        let rendered = "error: unexpected argument '--dimz' found\n\n  tip: a similar argument exists: '--dims'\n\nUsage: xtask run --dims <DIMS> <OP>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error_line(rendered),
+            "error: unexpected argument '--dimz' found; tip: a similar argument exists: '--dims' (see --help)"
+        );
+        let rendered = "error: the following required arguments were not provided:\n  <OP>\n\nUsage: xtask run <OP>\n";
+        assert_eq!(usage_error_line(rendered), "error: the following required arguments were not provided: <OP> (see --help)");
     }
 }

@@ -12,7 +12,10 @@ fn tool(name: &str) -> Result<PathBuf, String> {
     let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().map_err(|e| e.to_string())?;
     let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if path.is_empty() {
-        Err(format!("`{name}` is not on PATH (it comes with the CUDA toolkit or Nsight; see `cargo xtask doctor`)"))
+        Err(format!(
+            "`{name}` is not on PATH (it comes with the CUDA toolkit or Nsight; see `{} doctor`)",
+            mage_common::tools::command_name()
+        ))
     } else {
         Ok(PathBuf::from(path))
     }

@@ -1,13 +1,15 @@
 //! `run`, `sweep`, `fixtures` and `gpu-check`.
 
+use crate::memory::{self, Machine};
 use crate::report::{CurrentPick, INSTRUMENTS, RunReport, SweepReport, runs_table};
-use crate::{RunArgs, SweepArgs, ops};
+use crate::{FixturesArgs, RunArgs, SweepArgs, ops, outputs};
 use indicatif::{ProgressBar, ProgressStyle};
 use mage_common::fixtures::{self, CaseSpec, write_atomic};
-use mage_common::numeric::{Tolerance, compare};
+use mage_common::numeric::{Comparison, Tolerance, compare};
 use mage_common::op::{self, CURRENT, HostBuf, Op, Picked, Stage};
+use mage_common::tools::{Home, home};
 use mage_runtime::gpu::{Gpu, TimingConfig};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The GPU with every op's PTX loaded.
 pub fn open_gpu() -> Result<Gpu, String> {
@@ -17,6 +19,29 @@ pub fn open_gpu() -> Result<Gpu, String> {
         gpu.load_module(op.package, ops::ptx(op.package)?)?;
     }
     Ok(gpu)
+}
+
+/// How outputs are checked against a reference.
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    tol: Tolerance,
+    /// Whether the inputs may hold NaN or infinities (`--allow-nonfinite`).
+    nonfinite: bool,
+}
+
+impl Check {
+    /// [`compare`] under the tolerance. With `nonfinite`, an element whose
+    /// reference is NaN or an infinity passes where the output holds the
+    /// same (NaN for NaN, the same infinity) and fails otherwise.
+    fn compare(&self, out: &[f32], reference: &[f64]) -> Comparison {
+        if !self.nonfinite {
+            return compare(out, reference, self.tol);
+        }
+        let same = |o: f32, r: f64| (o.is_nan() && r.is_nan()) || (o.is_infinite() && o as f64 == r);
+        let (out, reference): (Vec<f32>, Vec<f64>) =
+            out.iter().zip(reference).map(|(&o, &r)| if same(o, r) { (0.0, 0.0) } else { (o, r) }).unzip();
+        compare(&out, &reference, self.tol)
+    }
 }
 
 /// Checks, then (on a GPU) times, then checks again.
@@ -30,7 +55,7 @@ fn run_one(
     inputs: &[HostBuf],
     source: &str,
     reference: &[f64],
-    tol: Tolerance,
+    check: Check,
     timing: bool,
 ) -> Result<(RunReport, Vec<f32>), String> {
     let stage = picked.stage;
@@ -48,7 +73,7 @@ fn run_one(
         generator: generator.into(),
         inputs: source.into(),
         machine: if gpu.is_some() { "gpu".into() } else { "emulator".into() },
-        check: compare(&[], &[], tol),
+        check: compare(&[], &[], check.tol),
         check_after_timing: None,
         timing: None,
         min_bytes,
@@ -57,19 +82,19 @@ fn run_one(
     let out = match gpu {
         None => {
             let out = op::emulate_plan(op, &plan, dims, inputs)?;
-            report.check = compare(&out, reference, tol);
+            report.check = check.compare(&out, reference);
             out
         }
         Some(gpu) => {
             let device_inputs = gpu.upload(inputs)?;
             let out = gpu.run(op, &plan, dims, &device_inputs)?;
-            report.check = compare(&out, reference, tol);
+            report.check = check.compare(&out, reference);
             if report.check.passed() && timing {
                 let timing = gpu.time(op, &plan, dims, &device_inputs, &TimingConfig::default())?;
                 report.effective_gb_per_s = timing.kernel_us.map(|us| min_bytes as f64 / us / 1e3);
                 report.timing = Some(timing);
                 let again = gpu.run(op, &plan, dims, &device_inputs)?;
-                report.check_after_timing = Some(compare(&again, reference, tol));
+                report.check_after_timing = Some(check.compare(&again, reference));
             }
             out
         }
@@ -84,50 +109,124 @@ fn dims_or_default(op: &Op, dims: Option<&str>) -> Result<Vec<u32>, String> {
     }
 }
 
+/// Refuses work whose host memory need exceeds what the host has.
+fn check_host_memory(need: &memory::Need) -> Result<(), String> {
+    match memory::host_available() {
+        Some(available) => memory::check_fits(need, available, "host"),
+        None => Ok(()),
+    }
+}
+
+/// Refuses work whose device memory need exceeds the GPU's free memory.
+fn check_gpu_memory(gpu: &Gpu, need: &memory::Need) -> Result<(), String> {
+    let (free, _) = gpu.memory()?;
+    memory::check_fits(need, memory::Available { bytes: free, source: "free on the GPU, cuMemGetInfo" }, "GPU")
+}
+
+/// `--dims 4,127`-style text of dims.
+fn dims_flag(dims: &[u32]) -> String {
+    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// `layernorm mage-006 does not support --dims 4,127 (stages that do: ...)`.
+fn unsupported(op: &Op, stage: &Stage, dims: &[u32]) -> String {
+    let able: Vec<&str> = op.stages.iter().filter(|s| (s.supports)(dims)).map(|s| s.name).collect();
+    let able = if able.is_empty() { "none".to_string() } else { able.join(", ") };
+    format!("{} {} does not support --dims {} (stages that do: {able})", op.name, stage.name, dims_flag(dims))
+}
+
 /// `cargo xtask run`.
 pub fn run(a: &RunArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
     let stage_name = a.stage.as_deref().unwrap_or(CURRENT);
     op.check_stage_name(stage_name)?;
-    let (dims, generator, inputs, source) = match &a.case {
+    // The dims and generator, from the case's input.json or the flags;
+    // nothing is read or generated before every check below has passed.
+    let (dims, generator) = match &a.case {
+        Some(dir) => {
+            let spec = fixtures::read_spec(dir, op)?;
+            let d = dir.display();
+            if let Some(text) = &a.dims
+                && op.parse_dims(text)? != spec.dims
+            {
+                return Err(format!("--dims {text} disagrees with case {d} ({})", Op::dims_label(&spec.dims)));
+            }
+            let generator = op.generator(Some(&spec.generator))?;
+            if let Some(g) = &a.generator
+                && op.generator(Some(g))?.name != generator.name
+            {
+                return Err(format!("--gen {g} disagrees with case {d}, drawn by `{}`", generator.name));
+            }
+            if let Some(seed) = a.seed {
+                return Err(format!("--seed {seed} does not apply to --case {d}: its inputs are fixed (drawn with seed {})", spec.seed));
+            }
+            (spec.dims, generator)
+        }
+        None => (dims_or_default(op, a.dims.as_deref())?, op.generator(a.generator.as_deref())?),
+    };
+    if stage_name != CURRENT {
+        let stage = op.stage(stage_name)?;
+        if !(stage.supports)(&dims) {
+            return Err(unsupported(op, stage, &dims));
+        }
+    }
+    if let Some(out) = &a.out {
+        let reads: Vec<PathBuf> = a.case.iter().flat_map(|dir| fixtures::case_files(op).into_iter().map(move |f| dir.join(f))).collect();
+        outputs::check_out_file(out, &reads, a.force)?;
+    }
+    let machine = if a.emulate { Machine::Emulator } else { Machine::Gpu };
+    let scratch = memory::scratch_bytes(op, stage_name, &dims);
+    check_host_memory(&memory::host_need_run(op, &dims, scratch, machine))?;
+    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("run")?) };
+    let gpu = if a.emulate { None } else { Some(open_gpu()?) };
+    if let Some(gpu) = &gpu {
+        check_gpu_memory(gpu, &memory::gpu_need(op, &dims, scratch))?;
+    }
+    let (inputs, expected, source) = match &a.case {
         Some(dir) => {
             let case = fixtures::read_case(dir, op)?;
-            if let Some(d) = &a.dims {
-                if op.parse_dims(d)? != case.spec.dims {
-                    return Err(format!("--dims {d} disagrees with case {} ({})", dir.display(), Op::dims_label(&case.spec.dims)));
-                }
-            }
-            let generator = op.generator(Some(&case.spec.generator))?.name;
-            (case.spec.dims.clone(), generator, case.inputs, format!("case {}", dir.display()))
+            (case.inputs, case.expected, format!("case {}", dir.display()))
         }
         None => {
-            let dims = dims_or_default(op, a.dims.as_deref())?;
-            let generator = op.generator(a.generator.as_deref())?;
-            let inputs = (generator.generate)(&dims, a.seed);
-            (dims, generator.name, inputs, format!("generated ({}), seed {}", generator.name, a.seed))
+            let seed = a.seed.unwrap_or(fixtures::DEFAULT_SEED);
+            ((generator.generate)(&dims, seed), None, format!("generated ({}), seed {seed}", generator.name))
         }
     };
     op.check_inputs(&dims, &inputs)?;
-    let picked = op.pick(stage_name, &dims, &inputs)?;
-    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("run")?) };
-    let gpu = if a.emulate { None } else { Some(open_gpu()?) };
-    let reference = (op.reference)(&dims, &inputs);
-    let tol = (op.tolerance)(&dims, &inputs);
-    let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator, &inputs, &source, &reference, tol, !a.no_timing)?;
-    if let Some(path) = &a.out {
-        fixtures::write_f32(path, &out)?;
+    if !a.allow_nonfinite {
+        op.check_finite(&dims, &inputs).map_err(|e| {
+            format!("{source}: {e}; pass --allow-nonfinite to run it and check the output's NaN and infinities against the reference")
+        })?;
     }
+    let picked = op.pick(stage_name, &dims, &inputs)?;
+    let reference = (op.reference)(&dims, &inputs);
+    let check = Check { tol: (op.tolerance)(&dims, &inputs), nonfinite: a.allow_nonfinite };
+    let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator.name, &inputs, &source, &reference, check, !a.no_timing)?;
+    // An independent implementation's output, where the case has one.
+    let against_expected = expected.map(|e| check.compare(&out, &e.iter().map(|v| *v as f64).collect::<Vec<_>>()));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
         println!("{} on the {}, inputs {}", op.name, report.machine, report.inputs);
         println!("{}", runs_table(std::slice::from_ref(&report)));
         println!("check: {}", report.check.summary(&dims));
+        if let Some(c) = &against_expected {
+            println!("expected.bin: {}", c.summary(&dims));
+        }
         if gpu.is_some() {
             println!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
         }
     }
-    if report.correct() { Ok(()) } else { Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&dims))) }
+    if !report.correct() {
+        return Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&dims)));
+    }
+    if let Some(c) = against_expected.filter(|c| !c.passed()) {
+        return Err(format!("{source}: the output of {} {} disagrees with expected.bin: {}", op.name, picked.label(), c.summary(&dims)));
+    }
+    if let Some(path) = &a.out {
+        fixtures::write_f32(path, &out, a.force)?;
+    }
+    Ok(())
 }
 
 /// `cargo xtask sweep`.
@@ -139,19 +238,55 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         .map(|w| (w.dims.to_vec(), op.generator(Some(w.generator)).map(|g| g.name)))
         .map(|(d, g)| g.map(|g| (d, g)))
         .collect::<Result<_, _>>()?;
+    let mut asked = vec![];
     for d in &a.dims {
         let d = (op.parse_dims(d)?, op.generator(a.generator.as_deref())?.name);
+        asked.push(d.0.clone());
         if !workloads.contains(&d) {
             workloads.push(d);
         }
     }
     let stages: Vec<&Stage> =
         if a.stage.is_empty() { op.stages.to_vec() } else { a.stage.iter().map(|s| op.stage(s)).collect::<Result<_, _>>()? };
-    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("sweep")?) };
-    let gpu = if a.emulate { None } else { Some(open_gpu()?) };
-    let clocks_start = gpu.as_ref().map(|g| g.clocks());
+    if !a.stage.is_empty() {
+        // A stage and shape both named, that cannot run together, would
+        // otherwise be a row silently missing from the results.
+        let refused: Vec<String> =
+            asked.iter().flat_map(|d| stages.iter().filter(|s| !(s.supports)(d)).map(|s| unsupported(op, s, d))).collect();
+        if !refused.is_empty() {
+            return Err(format!("{}; nothing ran", refused.join("; ")));
+        }
+    }
     let work: Vec<(&(Vec<u32>, &str), &Stage)> =
         workloads.iter().flat_map(|w| stages.iter().filter(|s| (s.supports)(&w.0)).map(move |s| (w, *s))).collect();
+    if work.is_empty() {
+        let names: Vec<&str> = stages.iter().map(|s| s.name).collect();
+        return Err(format!("{} {} supports none of the sweep's shapes; nothing ran", op.name, names.join(", ")));
+    }
+    let results = a.results.clone().unwrap_or_else(crate::compare::results_root);
+    outputs::check_results_dir(&results)?;
+    let evidence = match &a.namespace {
+        Some(ns) => {
+            outputs::check_namespace(ns)?;
+            let path = results.join(ns).join(format!("sweep-{}.json", op.name));
+            outputs::check_evidence(&path, a.force)?;
+            Some(path)
+        }
+        None => None,
+    };
+    let machine = if a.emulate { Machine::Emulator } else { Machine::Gpu };
+    let scratch = |dims: &[u32]| stages.iter().filter(|s| (s.supports)(dims)).map(|s| memory::scratch_bytes(op, s.name, dims)).max();
+    let largest = |need: &dyn Fn(&[u32]) -> memory::Need| {
+        let runnable = workloads.iter().filter(|(d, _)| scratch(d).is_some());
+        runnable.map(|(d, _)| need(d)).max_by_key(memory::Need::total).expect("the sweep has work")
+    };
+    check_host_memory(&largest(&|d| memory::host_need_run(op, d, scratch(d).unwrap_or(0), machine)))?;
+    let _lock = if a.emulate { None } else { Some(crate::lock::GpuLock::acquire("sweep")?) };
+    let gpu = if a.emulate { None } else { Some(open_gpu()?) };
+    if let Some(gpu) = &gpu {
+        check_gpu_memory(gpu, &largest(&|d| memory::gpu_need(op, d, scratch(d).unwrap_or(0))))?;
+    }
+    let clocks_start = gpu.as_ref().map(|g| g.clocks());
     let bar = ProgressBar::new(work.len() as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").unwrap());
     let mut runs = vec![];
@@ -170,7 +305,8 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         let (_, inputs, reference, tol) = inputs_for.as_ref().unwrap();
         let source = format!("generated ({generator}), seed {}", fixtures::DEFAULT_SEED);
         let picked = Picked { stage, by_current: false };
-        let (report, _) = run_one(gpu.as_ref(), op, picked, dims, generator, inputs, &source, reference, *tol, true)?;
+        let check = Check { tol: *tol, nonfinite: false };
+        let (report, _) = run_one(gpu.as_ref(), op, picked, dims, generator, inputs, &source, reference, check, true)?;
         runs.push(report);
         bar.inc(1);
     }
@@ -188,15 +324,12 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         runs,
     };
     let json = serde_json::to_string_pretty(&report).unwrap();
-    let results = a.results.clone().unwrap_or_else(crate::compare::results_root);
     std::fs::create_dir_all(&results).map_err(|e| format!("{}: {e}", results.display()))?;
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let path = results.join(format!("sweep-{}-{}-{stamp}.json", op.name, report.machine));
-    write_atomic(&path, json.as_bytes())?;
-    if let Some(ns) = &a.namespace {
-        let dir = results.join(ns);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomic(&dir.join(format!("sweep-{}.json", op.name)), json.as_bytes())?;
+    let path = write_stamped(&results, &format!("sweep-{}-{}", op.name, report.machine), json.as_bytes())?;
+    if let Some(evidence) = &evidence {
+        let dir = evidence.parent().expect("results/NAME/file");
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        if a.force { write_atomic(evidence, json.as_bytes()) } else { fixtures::write_new(evidence, json.as_bytes()) }?;
     }
     if a.json {
         println!("{json}");
@@ -218,20 +351,48 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     if wrong.is_empty() { Ok(()) } else { Err(format!("wrong results: {}", wrong.join(", "))) }
 }
 
+/// Writes `dir/NAME-<unix seconds>.json`, never over an earlier file (two
+/// sweeps in one second get `-2`, `-3`, ...).
+fn write_stamped(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    for n in 1..100 {
+        let suffix = if n == 1 { String::new() } else { format!("-{n}") };
+        let path = dir.join(format!("{name}-{stamp}{suffix}.json"));
+        if !path.exists() && fixtures::write_new(&path, bytes).is_ok() {
+            return Ok(path);
+        }
+    }
+    Err(format!("{}: could not find a free name for {name}-{stamp}.json", dir.display()))
+}
+
+/// Where `fixtures` writes without `--out`: `fixtures/<op>-<workload>` of
+/// the checkout, or of the bundle beside the binary.
+fn default_case_dir(op: &Op, dims: &[u32], generator: &str, constant: bool) -> Result<PathBuf, String> {
+    let root = match home() {
+        Home::Checkout(root) => root.join("fixtures"),
+        Home::Bundle(dir) => dir.join("fixtures"),
+        Home::Loose => return Err("fixtures: name the case directory with --out (this binary is in no checkout or bundle)".into()),
+    };
+    let suffix = if constant { "-constant" } else { "" };
+    Ok(root.join(format!("{}-{}{suffix}", op.name, op.workload_label(dims, generator).replace(' ', "-"))))
+}
+
 /// `cargo xtask fixtures`.
-pub fn fixtures(
-    name: &str,
-    dims: Option<&str>,
-    generator: Option<&str>,
-    seed: u64,
-    constant: Option<f32>,
-    out: Option<PathBuf>,
-) -> Result<(), String> {
-    let op = ops::find(name)?;
-    let dims = dims_or_default(op, dims)?;
-    let generator = op.generator(generator)?;
-    let mut inputs = (generator.generate)(&dims, seed);
-    let distribution = match constant {
+pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
+    let op = ops::find(&a.op)?;
+    let dims = dims_or_default(op, a.dims.as_deref())?;
+    let generator = op.generator(a.generator.as_deref())?;
+    if let Some(c) = a.constant.filter(|c| !c.is_finite() && !a.allow_nonfinite) {
+        return Err(format!("--constant {c} is not finite; pass --allow-nonfinite to write such a case (running it needs the flag too)"));
+    }
+    let dir = match &a.out {
+        Some(dir) => dir.clone(),
+        None => default_case_dir(op, &dims, generator.name, a.constant.is_some())?,
+    };
+    fixtures::case_destination(&dir, a.force)?;
+    check_host_memory(&memory::host_need_fixtures(op, &dims))?;
+    let mut inputs = (generator.generate)(&dims, a.seed);
+    let distribution = match a.constant {
         Some(c) => {
             if let Some(HostBuf::F32(v)) = inputs.first_mut() {
                 v.fill(c);
@@ -240,22 +401,17 @@ pub fn fixtures(
         }
         None => generator.summary.to_string(),
     };
-    let dir = out.unwrap_or_else(|| {
-        let suffix = if constant.is_some() { "-constant" } else { "" };
-        let label = op.workload_label(&dims, generator.name).replace(' ', "-");
-        mage_common::tools::workspace_root().join("fixtures").join(format!("{}-{label}{suffix}", op.name))
-    });
     let multi = op.generators.len() > 1;
     let spec = CaseSpec {
         op: op.name.into(),
         dims,
-        seed,
+        seed: a.seed,
         warmup: 20,
         iterations: 100,
         distribution,
         generator: if multi { generator.name.into() } else { String::new() },
     };
-    fixtures::write_case(&dir, op, &spec, &inputs)?;
+    fixtures::create_case(&dir, op, &spec, &inputs, a.force)?;
     println!("{}", dir.display());
     Ok(())
 }

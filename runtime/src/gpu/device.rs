@@ -2,7 +2,7 @@
 
 use super::buffer::DeviceBuf;
 use super::module::Modules;
-use super::{EMULATE_HINT, cu, panic_text};
+use super::{cu, emulate_hint, panic_text};
 use cudarc::driver::{CudaContext, CudaStream, DriverError, result, sys};
 use serde::Serialize;
 use std::panic::catch_unwind;
@@ -90,7 +90,7 @@ impl Gpu {
     /// Opens device 0. Without a driver or device the error says so and
     /// points at `--emulate`; it never panics.
     pub fn open() -> Result<Gpu, String> {
-        let (ctx, version) = open_context(0).map_err(|e| format!("{e}; {EMULATE_HINT}"))?;
+        let (ctx, version) = open_context(0).map_err(|e| format!("{e}; {}", emulate_hint()))?;
         let info = device_info(&ctx, version).map_err(cu("querying device 0"))?;
         // The legacy default stream: no stream is ever created, so no
         // buffer records or waits on events.
@@ -123,6 +123,14 @@ impl Gpu {
     pub fn load_module(&mut self, package: &str, ptx: &str) -> Result<(), String> {
         self.bind()?;
         self.modules.load(package, ptx)
+    }
+
+    /// Free and total device memory in bytes (`cuMemGetInfo`), so that a
+    /// command can refuse work that would not fit before allocating any.
+    pub fn memory(&self) -> Result<(u64, u64), String> {
+        self.bind()?;
+        let (free, total) = result::mem_get_info().map_err(cu("cuMemGetInfo"))?;
+        Ok((free as u64, total as u64))
     }
 
     /// The modules loaded so far.
