@@ -1,5 +1,5 @@
 //! What each kernel entry asks of the GPU, from the pinned ptxas
-//! (`ptxas -v -arch=sm_90`, 13.0.88): registers, barriers, static and
+//! (`ptxas -v`, 13.0.88, for the `.target` of the crate's PTX: sm_90a): registers, barriers, static and
 //! dynamic shared bytes, stack frame, spills. A pull request that changes a
 //! kernel shows its cost here.
 
