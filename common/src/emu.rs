@@ -569,6 +569,14 @@ fn give_stack(stack: DefaultStack) {
     STACKS.with(|s| s.borrow_mut().push(stack));
 }
 
+/// Where a thread missing from a collective is, once every thread is suspended.
+fn elsewhere(s: State) -> &'static str {
+    match s {
+        State::Done => "has exited",
+        _ => "is waiting at a barrier",
+    }
+}
+
 fn run_block(config: &LaunchConfig, regions: &[Region], block_idx: Dim3, kernel: &(dyn Fn() + Sync)) {
     let n = config.block.count() as usize;
     let block = Block {
@@ -637,10 +645,7 @@ fn run_block(config: &LaunchConfig, regions: &[Region], block_idx: Dim3, kernel:
                 continue;
             }
             if let Some(l) = lanes.clone().find(|&l| state[l] != State::AtShuffle) {
-                let why = match state[l] {
-                    State::Done => "has exited",
-                    _ => "is waiting at a barrier",
-                };
+                let why = elsewhere(state[l]);
                 panic!(
                     "divergent warp shuffle in block {}: lanes of warp {w} wait at a shuffle while thread {} {why}",
                     block_idx,
@@ -676,10 +681,7 @@ fn run_block(config: &LaunchConfig, regions: &[Region], block_idx: Dim3, kernel:
             // SAFETY: no coroutine runs; the reference ends with the statement.
             let instruction = unsafe { &*block.warpgroup_in.get() }[arrived].as_ref().map_or("", |(l, _)| l.instruction);
             if let Some(t) = threads.clone().find(|&t| state[t] != State::AtWarpgroup) {
-                let why = match state[t] {
-                    State::Done => "has exited",
-                    _ => "is waiting at a barrier",
-                };
+                let why = elsewhere(state[t]);
                 panic!(
                     "divergent `{instruction}` in block {block_idx}: threads of warpgroup {g} wait at it while thread {} {why}",
                     unlinear(&config.block, t as u64)

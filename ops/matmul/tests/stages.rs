@@ -216,30 +216,42 @@ fn the_tf32_stages_are_outside_the_fp32_contract() {
     assert!(compare(&out, &reference, tf32_tolerance(&d, &inputs)).passed());
 }
 
+/// A host model of a stage: each output an FP32 fma chain over `p` in
+/// order, of the inputs passed through `round`, term `p` taking B's row
+/// `row(p)` (`p` itself, or a bug model). With TF32 rounding this is a
+/// TF32 stage too: a product of two TF32 values is exact in FP32.
+fn fma_chain(d: [u32; 3], inputs: &[HostBuf], round: fn(f32) -> f32, row: impl Fn(usize) -> usize) -> Vec<f32> {
+    let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+    let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for p in 0..k {
+                acc = round(a[i * k + p]).mul_add(round(b[row(p).min(k - 1) * n + j]), acc);
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
 /// The tolerance is sound for what the kernels do, and tight enough to
 /// catch an indexing bug: host models of an FP32 fma chain and of typical
 /// bugs, compared with the f64 reference.
 #[test]
 fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
-    let fma_chain = |d: [u32; 3], inputs: &[HostBuf], shift_tile: Option<(usize, usize)>| -> Vec<f32> {
-        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
-        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
-        let mut out = vec![0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut acc = 0f32;
-                for p in 0..k {
-                    // A bug model: the B tile of K tile `t` (of size `tile`) read one row late.
-                    let q = match shift_tile {
-                        Some((tile, t)) if p / tile == t => (p + 1).min(k - 1),
-                        _ => p,
-                    };
-                    acc = a[i * k + p].mul_add(b[q * n + j], acc);
-                }
-                out[i * n + j] = acc;
-            }
-        }
-        out
+    // A bug model: the B tile of K tile `t` (of size `tile`) read one row late.
+    let fma_chain = |d: [u32; 3], inputs: &[HostBuf], shift_tile: Option<(usize, usize)>| {
+        fma_chain(
+            d,
+            inputs,
+            |x| x,
+            |p| match shift_tile {
+                Some((tile, t)) if p / tile == t => p + 1,
+                _ => p,
+            },
+        )
     };
     // Long contractions: the worst case bound holds with room to spare.
     for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200]] {
@@ -279,22 +291,8 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
 #[test]
 fn the_tf32_tolerances_pass_tf32_sums_and_fail_indexing_bugs() {
     // Products of TF32-rounded inputs summed in FP32, B's row `shift` read one row late.
-    let tf32_chain = |d: [u32; 3], inputs: &[HostBuf], shift: Option<usize>| -> Vec<f32> {
-        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
-        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
-        let mut out = vec![0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut acc = 0f32;
-                for p in 0..k {
-                    let q = if shift == Some(p) { (p + 1).min(k - 1) } else { p };
-                    acc += tf32_rna(a[i * k + p]) * tf32_rna(b[q * n + j]);
-                }
-                out[i * n + j] = acc;
-            }
-        }
-        out
-    };
+    let tf32_chain =
+        |d: [u32; 3], inputs: &[HostBuf], shift: Option<usize>| fma_chain(d, inputs, tf32_rna, |p| p + (shift == Some(p)) as usize);
     for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200], [16, 16, 3]] {
         let inputs = inputs(&d, 3);
         let out = tf32_chain(d, &inputs, None);
