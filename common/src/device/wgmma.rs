@@ -76,9 +76,10 @@ pub fn fence_proxy_async_shared() {
 }
 
 /// `wgmma.fence.sync.aligned`: orders this thread's earlier register
-/// accesses before the `wgmma.mma_async` that follow. Needed before the
-/// first multiply and after every [`wgmma_wait_group`] (the emulator
-/// insists on both).
+/// accesses before the `wgmma.mma_async` that follow. The ISA needs it
+/// before the first multiply and wherever other instructions touched the
+/// accumulators since; the emulator asks for it after every
+/// [`wgmma_wait_group`] as well, which covers both.
 #[inline(always)]
 pub fn wgmma_fence() {
     #[cfg(target_arch = "nvptx64")]

@@ -45,8 +45,8 @@
 //! the block waits for its global loads, but 32 KiB and 128 threads a
 //! block let about six blocks share an SM and overlap each other. At 1024³
 //! (256 blocks) about 15-30 µs (mage-006: 84.3 µs); at 4096³ (4096 blocks,
-//! about 5 waves) about 300-600 µs (mage-007: 3004; the TF32 peak bounds
-//! it at about 280).
+//! about 5 waves) about 400-700 µs (mage-007: 3004; at cuBLAS's TF32 rate,
+//! 350 TFLOP/s, it would take 390).
 //!
 //! Not yet measured on the GPU.
 
