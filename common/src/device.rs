@@ -16,6 +16,8 @@ use crate::emu;
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
+pub mod wgmma;
+
 /// Four consecutive f32 values, the unit of a 128-bit access.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(16))]

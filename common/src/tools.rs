@@ -1,8 +1,9 @@
 //! Building PTX and asking ptxas what it costs.
 //!
 //! [`build_ptx`] compiles an op crate (or this one) for
-//! `nvptx64-nvidia-cuda` with `-Zbuild-std=core`, `-C target-cpu=sm_90`,
-//! panic=abort and fat LTO, linked by `mage-ptx-linker`. It runs a nested
+//! `nvptx64-nvidia-cuda` with `-Zbuild-std=core`, `-C target-cpu=sm_90` (or
+//! the architecture the package names, see [`package_arch`]), panic=abort
+//! and fat LTO, linked by `mage-ptx-linker`. It runs a nested
 //! cargo in its own target directory (`target/nvptx`), so tests and build
 //! scripts can call it while an outer cargo holds `target/`.
 //!
@@ -15,7 +16,8 @@ use std::sync::{Mutex, OnceLock};
 
 /// The ptxas version resource snapshots are made with.
 pub const PTXAS_VERSION: &str = "13.0.88";
-/// The GPU architecture PTX is built and assembled for.
+/// The GPU architecture PTX is built and assembled for, unless the package
+/// names another in its `Cargo.toml` ([`package_arch`]).
 pub const ARCH: &str = "sm_90";
 pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
@@ -73,14 +75,58 @@ fn cargo() -> Command {
     c
 }
 
-fn run(mut cmd: Command, what: &str) -> Result<String, String> {
+/// Runs `cmd`; its output, or an error with the tail of its stderr.
+fn output(mut cmd: Command, what: &str) -> Result<std::process::Output, String> {
     let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = err.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
         return Err(format!("{what} failed ({}):\n{}", out.status, tail.join("\n")));
     }
+    Ok(out)
+}
+
+/// Runs `cmd`; its stdout and stderr together.
+fn run(cmd: Command, what: &str) -> Result<String, String> {
+    let out = output(cmd, what)?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The architecture `package`'s PTX is built for: `arch` under
+/// `[package.metadata.mage]` in its `Cargo.toml` (`"sm_90a"` for the
+/// `wgmma` instructions, which exist only there), else [`ARCH`].
+pub fn package_arch(package: &str) -> Result<String, String> {
+    static METADATA: OnceLock<Result<serde_json::Value, String>> = OnceLock::new();
+    let metadata = METADATA.get_or_init(|| {
+        let mut c = cargo();
+        c.args(["metadata", "--format-version", "1", "--no-deps"]);
+        let out = output(c, "cargo metadata")?;
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))
+    });
+    arch_in_metadata(metadata.as_ref().map_err(|e| e.clone())?, package)
+}
+
+/// [`package_arch`] from the output of `cargo metadata`.
+pub fn arch_in_metadata(metadata: &serde_json::Value, package: &str) -> Result<String, String> {
+    let packages = metadata["packages"].as_array().ok_or("cargo metadata lists no packages")?;
+    let p = packages.iter().find(|p| p["name"] == package).ok_or_else(|| format!("no package `{package}` in the workspace"))?;
+    match &p["metadata"]["mage"]["arch"] {
+        serde_json::Value::Null => Ok(ARCH.to_string()),
+        serde_json::Value::String(arch) if is_arch(arch) => Ok(arch.clone()),
+        other => Err(format!("{package}: [package.metadata.mage] arch = {other} is not a GPU architecture such as \"sm_90a\"")),
+    }
+}
+
+/// `sm_` then a number, then optionally `a` or `f` (`sm_90`, `sm_90a`).
+fn is_arch(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("sm_") else { return false };
+    let digits = rest.strip_suffix(['a', 'f']).unwrap_or(rest);
+    digits.len() >= 2 && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The architecture a PTX text is for: its `.target` directive.
+pub fn ptx_target(ptx: &str) -> Option<&str> {
+    ptx.lines().find_map(|l| l.trim().strip_prefix(".target ")).and_then(|t| t.split([',', ' ']).find(|w| !w.is_empty()))
 }
 
 /// The sysroot's LLVM tools folder (from rustup's `llvm-tools`).
@@ -119,6 +165,7 @@ pub fn build_ptx(package: &str) -> Result<PathBuf, String> {
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let linker = linker()?;
     let llvm = llvm_bin()?;
+    let arch = package_arch(package)?;
     let dir = workspace_root().join("target/nvptx");
     let mut c = cargo();
     c.env("MAGE_LLVM_BIN", &llvm)
@@ -126,7 +173,7 @@ pub fn build_ptx(package: &str) -> Result<PathBuf, String> {
         .args(["-Zbuild-std=core", "--crate-type", "cdylib", "--target-dir"])
         .arg(&dir)
         .args(if package == "mage-common" { &["--features", "probes"][..] } else { &[] })
-        .args(["--", "-C", &format!("target-cpu={ARCH}"), "-C"])
+        .args(["--", "-C", &format!("target-cpu={arch}"), "-C"])
         .arg(format!("linker={}", linker.display()));
     run(c, &format!("building the PTX of {package}"))?;
     let ptx = dir.join(NVPTX_TARGET).join("ptx").join(format!("{}.ptx", package.replace('-', "_")));
@@ -213,13 +260,15 @@ pub fn build_python_extension(release: bool) -> Result<PathBuf, String> {
     Ok(ext)
 }
 
-/// Runs `ptxas -v -arch=sm_90` on a PTX file and returns each entry's
-/// resources, sorted by entry name.
+/// Runs `ptxas -v` on a PTX file, for the architecture its `.target` names,
+/// and returns each entry's resources, sorted by entry name.
 pub fn ptxas_resources(ptx: &Path) -> Result<Vec<Resources>, String> {
+    let source = std::fs::read_to_string(ptx).map_err(|e| format!("{}: {e}", ptx.display()))?;
+    let arch = ptx_target(&source).ok_or_else(|| format!("{} has no .target directive", ptx.display()))?;
     let bin = ptxas()?;
     let out_file = std::env::temp_dir().join(format!("mage-{}-{}.cubin", std::process::id(), ptx.file_stem().unwrap().to_string_lossy()));
     let mut c = Command::new(&bin);
-    c.args(["-v", &format!("-arch={ARCH}"), "-o"]).arg(&out_file).arg(ptx);
+    c.args(["-v", &format!("-arch={arch}"), "-o"]).arg(&out_file).arg(ptx);
     let text = run(c, &format!("ptxas {}", ptx.display()))?;
     let _ = std::fs::remove_file(&out_file);
     Ok(parse_ptxas(&text))
@@ -287,6 +336,40 @@ ptxas info    : Used 12 registers, 380 bytes cmem[0]\n";
                 spill_load_bytes: 12
             }
         );
+    }
+
+    fn metadata(arch: &str) -> serde_json::Value {
+        let mage = if arch.is_empty() { "null".to_string() } else { format!(r#"{{"mage": {{"arch": {arch}}}}}"#) };
+        serde_json::from_str(&format!(
+            r#"{{"packages": [{{"name": "other", "metadata": null}}, {{"name": "mage-x", "metadata": {mage}}}]}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_package_names_its_architecture_or_gets_the_default() {
+        assert_eq!(arch_in_metadata(&metadata(""), "mage-x").unwrap(), ARCH);
+        assert_eq!(arch_in_metadata(&metadata(""), "other").unwrap(), ARCH);
+        assert_eq!(arch_in_metadata(&metadata(r#""sm_90a""#), "mage-x").unwrap(), "sm_90a");
+        assert_eq!(arch_in_metadata(&metadata(r#""sm_100f""#), "mage-x").unwrap(), "sm_100f");
+        for bad in [r#""90a""#, r#""sm_9""#, r#""sm_90b""#, r#""compute_90a""#, "90"] {
+            let err = arch_in_metadata(&metadata(bad), "mage-x").unwrap_err();
+            assert!(err.contains("not a GPU architecture"), "{bad}: {err}");
+        }
+        assert!(arch_in_metadata(&metadata(""), "missing").unwrap_err().contains("no package `missing`"));
+    }
+
+    #[test]
+    fn this_workspace_builds_mage_common_for_the_default_architecture() {
+        assert_eq!(package_arch("mage-common").unwrap(), ARCH);
+    }
+
+    #[test]
+    fn the_ptx_target_names_the_ptxas_architecture() {
+        let ptx = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.0\n.target sm_90a\n.address_size 64\n";
+        assert_eq!(ptx_target(ptx), Some("sm_90a"));
+        assert_eq!(ptx_target(".version 7.8\n.target sm_90, texmode_independent\n"), Some("sm_90"));
+        assert_eq!(ptx_target(".version 7.8\n"), None);
     }
 }
 

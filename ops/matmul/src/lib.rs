@@ -1,5 +1,7 @@
 //! Matrix multiply `C[m, n] = A[m, k] · B[k, n]`, FP32 row-major, IEEE FP32
-//! arithmetic (no TF32), with every stage of its history.
+//! arithmetic, with every stage of its history; and stages whose products
+//! are TF32's, outside that contract ([`TF32_STAGES`], never picked by
+//! `current`).
 //!
 //! Dims are `[m, n, k]`. Inputs: `a` = A `[m, k]`, `b` = B `[k, n]`; the
 //! output is C `[m, n]`.
@@ -11,6 +13,7 @@
 //! | [`mage_003`] | 128-bit shared reads: the A tile stored transposed (row stride 68 floats), K step 64 |
 //! | [`mage_006`] | two shared buffers, the next K tile copied by `cp.async` while the multiply-adds run |
 //! | [`mage_007`] | 128x128 block tile, an 8x8 register tile per thread in 32x64 warp tiles, K step 16, one barrier per K step |
+//! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
@@ -21,10 +24,15 @@
 //! where the rows they read and write allow it and `_scalar` otherwise,
 //! and the plan picks one (see [`vector_rows`]).
 //!
-//! Every stage accumulates each output as `acc = fma(a[i, p], b[p, j], acc)`
-//! for `p = 0, 1, ..., k - 1` in that order, so all stages give the same
+//! Every FP32 stage accumulates each output as `acc = fma(a[i, p], b[p, j], acc)`
+//! for `p = 0, 1, ..., k - 1` in that order, so all of them give the same
 //! bits on the emulator, and the GPU gives those bits too (explicit `fma`,
-//! nothing left to contraction).
+//! nothing left to contraction). The TF32 stages are checked under their
+//! own tolerance ([`stage_tolerance`]).
+//!
+//! The crate's PTX targets sm_90a (`[package.metadata.mage]` in its
+//! `Cargo.toml`), which `wgmma` needs; the FP32 stages use nothing that
+//! sm_90 lacks.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod mage_001;
@@ -32,6 +40,7 @@ pub mod mage_002;
 pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
+pub mod mage_008;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -113,7 +122,7 @@ pub use host::*;
 mod host {
     use super::*;
     use mage_common::Kernel;
-    use mage_common::fixtures::{DEFAULT_STD, normal_input};
+    use mage_common::fixtures::{DEFAULT_STD, Rng, normal_input};
     use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::Dim;
@@ -209,43 +218,133 @@ mod host {
     /// at 1/2), which only matters past k ≈ 2^23.
     pub fn tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
         let k = dims[2];
-        let nu = ((k as f64 + 1.0) * U).min(0.5);
-        let gamma = nu / (1.0 - nu);
-        Tolerance::new(1e-6 + gamma * abs_products_bound(k), 0.0)
+        Tolerance::new(1e-6 + gamma(k + 1, U) * abs_products_bound(k), 0.0)
+    }
+
+    /// `γ_n = n e / (1 - n e)` for an error of at most `e` per addition,
+    /// with `n e` capped at 1/2.
+    fn gamma(n: u32, e: f64) -> f64 {
+        let ne = (n as f64 * e).min(0.5);
+        ne / (1.0 - ne)
+    }
+
+    /// Uniform integers in -8..=8: every product and every partial sum of
+    /// up to 2^18 terms is an integer below 2^24, exact in FP32, and each
+    /// input is exact in TF32, so every stage, TF32 included, must give
+    /// the reference's value exactly, on the emulator and on the GPU.
+    pub fn generate_integers(dims: &[u32], seed: u64) -> Vec<HostBuf> {
+        let (m, n, k) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
+        let draw = |stream, len| {
+            let mut r = Rng::stream(seed, stream);
+            HostBuf::F32((0..len).map(|_| r.below(17) as f32 - 8.0).collect())
+        };
+        vec![draw(0, m * k), draw(1, k * n)]
+    }
+
+    /// `2^-10 + 2^-22`: the largest relative error of a product of two
+    /// values each rounded to TF32 (`(1 + 2^-11)^2 - 1`).
+    pub const TF32_PRODUCT_ERROR: f64 = 1.0 / 1024.0 + 1.0 / (1u64 << 22) as f64;
+
+    /// The tolerance of the TF32 stages: `|out - ref| <= 1e-6 + (p + γ'_(k+1)
+    /// (1 + p)) S(k)`, with `p` = [`TF32_PRODUCT_ERROR`], `S(k)` the bound of
+    /// [`abs_products_bound`] and `γ'_n = 2 n u / (1 - 2 n u)`.
+    ///
+    /// Why: each input is rounded to TF32 (`cvt.rna`, 11 significant bits,
+    /// relative error at most 2^-11), so each product `â b̂` (exact in the
+    /// tensor core) is `a b (1 + π)` with `|π| <= p`: `p S` in all. The ISA
+    /// leaves the tensor core's order and rounding of the FP32 sum
+    /// unspecified ("at least single precision"); allowing each of the `k`
+    /// additions, and the comparison with an f32 `expected.bin`, an error
+    /// of a whole unit in the last place (truncation) rather than half
+    /// gives `γ'_(k+1) Σ |â b̂|`. The first term dominates: at k = 1024 the
+    /// bound is 2^-10 S against FP32's 2^-14 S, so it is about 16 times
+    /// looser, and like FP32's it is a worst case (random rounding errors
+    /// make the typical error grow like `√k`, not `k`). The tests also hold
+    /// these stages to a tighter check, against the f64 product of the
+    /// TF32-rounded inputs (`tests/stages.rs`).
+    pub fn tf32_tolerance(dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
+        let sum = tf32_sum_tolerance(dims, inputs);
+        Tolerance::new(sum.abs + TF32_PRODUCT_ERROR * abs_products_bound(dims[2]), 0.0)
+    }
+
+    /// The summation part of [`tf32_tolerance`], `1e-6 + γ'_(k+1) (1 + p)
+    /// S(k)`: what a TF32 stage may differ from the exact sum of the
+    /// products of its TF32-rounded inputs.
+    pub fn tf32_sum_tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
+        let k = dims[2];
+        Tolerance::new(1e-6 + gamma(k + 1, 2.0 * U) * (1.0 + TF32_PRODUCT_ERROR) * abs_products_bound(k), 0.0)
+    }
+
+    /// The stages under the op's FP32 contract, oldest first.
+    pub static FP32_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+
+    /// The stages whose products are TF32's: outside the op's FP32 contract,
+    /// never picked by `current`, checked under [`tf32_tolerance`].
+    pub static TF32_STAGES: [&Stage; 1] = [&mage_008::STAGE];
+
+    /// Whether `stage` forms its products in TF32.
+    pub fn is_tf32(stage: &Stage) -> bool {
+        TF32_STAGES.iter().any(|s| s.name == stage.name)
+    }
+
+    /// The tolerance `stage`'s output is held to: the op's ([`tolerance`]),
+    /// or for a TF32 stage [`tf32_tolerance`].
+    pub fn stage_tolerance(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
+        if is_tf32(stage) { tf32_tolerance(dims, inputs) } else { tolerance(dims, inputs) }
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE];
 
-    pub static OP: Op = Op {
-        name: "matmul",
-        package: "mage-matmul",
-        dim_names: &["m", "n", "k"],
-        min_dims: &[1, 1, 1],
-        default_dims: &[1024, 1024, 1024],
-        sweep: &[
-            Workload::new(&[256, 256, 256]),
-            Workload::new(&[512, 512, 512]),
-            Workload::new(&[1024, 1024, 1024]),
-            Workload::new(&[2048, 2048, 2048]),
-            Workload::new(&[4096, 4096, 4096]),
-            Workload::new(&[1000, 1037, 999]),
-        ],
-        inputs: &[
-            Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
-            Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
-        ],
-        output: &[Dim(0), Dim(1)],
-        constants: &[],
-        check_inputs: |_, _| Ok(()),
-        generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
-        reference,
-        tolerance,
-        cost: |d| {
-            let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
-            (4 * (m * k + k * n + m * n), 2 * m * n * k)
-        },
-        stages: &STAGES,
-        current: current::DISPATCHER,
-    };
+    /// The op over these stages.
+    macro_rules! matmul_op {
+        ($stages:expr) => {
+            Op {
+                name: "matmul",
+                package: "mage-matmul",
+                dim_names: &["m", "n", "k"],
+                min_dims: &[1, 1, 1],
+                default_dims: &[1024, 1024, 1024],
+                sweep: &[
+                    Workload::new(&[256, 256, 256]),
+                    Workload::new(&[512, 512, 512]),
+                    Workload::new(&[1024, 1024, 1024]),
+                    Workload::new(&[2048, 2048, 2048]),
+                    Workload::new(&[4096, 4096, 4096]),
+                    Workload::new(&[1000, 1037, 999]),
+                ],
+                inputs: &[
+                    Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
+                    Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
+                ],
+                output: &[Dim(0), Dim(1)],
+                constants: &[],
+                check_inputs: |_, _| Ok(()),
+                generators: &[
+                    Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
+                    Generator {
+                        name: "integers",
+                        summary: "every input a uniform integer in -8..=8 (exact sums up to k = 2^18)",
+                        generate: generate_integers,
+                    },
+                ],
+                reference,
+                tolerance,
+                cost: |d| {
+                    let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
+                    (4 * (m * k + k * n + m * n), 2 * m * n * k)
+                },
+                stages: $stages,
+                current: current::DISPATCHER,
+            }
+        };
+    }
+
+    /// The op: every stage.
+    pub static OP: Op = matmul_op!(&STAGES);
+
+    /// The op with its FP32 stages only, for the checks that hold for them
+    /// alone (the golden cases under the op's tolerance).
+    pub static FP32_OP: Op = matmul_op!(&FP32_STAGES);
 }

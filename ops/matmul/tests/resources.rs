@@ -1,5 +1,5 @@
 //! What each kernel entry asks of the GPU, from the pinned ptxas
-//! (`ptxas -v -arch=sm_90`, 13.0.88): registers, barriers, static and
+//! (`ptxas -v`, 13.0.88, for the `.target` of the crate's PTX: sm_90a): registers, barriers, static and
 //! dynamic shared bytes, stack frame, spills. A pull request that changes a
 //! kernel shows its cost here.
 
@@ -7,4 +7,25 @@
 fn ptxas_resource_requests() {
     let requests = mage_common::tools::resource_requests(&mage_matmul::OP).unwrap_or_else(|e| panic!("{e}"));
     insta::assert_yaml_snapshot!(requests);
+}
+
+/// The crate's PTX targets sm_90a (its `[package.metadata.mage] arch`), and
+/// ptxas keeps the TF32 stages' multiplies asynchronous: none of its notes
+/// on wgmma (C75xx: multiplies serialized, a warpgroup wait or arrive
+/// injected), which it writes when the accumulators are touched between a
+/// multiply and its wait.
+#[test]
+fn ptxas_keeps_the_wgmma_asynchronous() {
+    let ptx = mage_common::tools::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&ptx).unwrap();
+    assert_eq!(mage_common::tools::ptx_target(&text), Some("sm_90a"));
+    let ptxas = mage_common::tools::ptxas().unwrap_or_else(|e| panic!("{e}"));
+    let cubin = std::env::temp_dir().join(format!("mage-matmul-wgmma-{}.cubin", std::process::id()));
+    let out = std::process::Command::new(ptxas).args(["-v", "-arch=sm_90a", "-o"]).arg(&cubin).arg(&ptx).output().unwrap();
+    let _ = std::fs::remove_file(&cubin);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    let notes: Vec<&str> = report.lines().filter(|l| l.contains("(C75") || l.contains("injected") || l.contains("serializ")).collect();
+    assert!(notes.is_empty(), "{}", notes.join("\n"));
+    assert!(text.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
 }

@@ -1,10 +1,17 @@
 //! Every matmul stage, and `current`, on the emulator against the f64
-//! reference under the op's tolerance (`|out - ref| <= 1e-6 + γ_(k+1) S(k)`,
-//! see `mage_matmul::tolerance`), on shapes with every kind of tile tail.
+//! reference under the stage's tolerance (the op's `|out - ref| <= 1e-6 +
+//! γ_(k+1) S(k)`, see `mage_matmul::tolerance`; the TF32 stages' own, see
+//! `mage_matmul::tf32_tolerance`), on shapes with every kind of tile tail.
+//! The TF32 stages are also held to the exact products of their
+//! TF32-rounded inputs, with only the summation's error allowed.
 
+use mage_common::device::wgmma::tf32_rna;
 use mage_common::numeric::compare;
-use mage_common::op::{HostBuf, Stage, check_current, check_stage, emulate, fit_last_dim};
-use mage_matmul::{OP, STAGES, current, mage_006, mage_007};
+use mage_common::op::{HostBuf, Op, Stage, check_current, check_stage, emulate, fit_last_dim};
+use mage_matmul::{
+    FP32_STAGES, OP, STAGES, TF32_STAGES, current, is_tf32, mage_006, mage_007, mage_008, stage_tolerance, tf32_sum_tolerance,
+    tf32_tolerance, tolerance,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -12,11 +19,35 @@ fn inputs(d: &[u32], seed: u64) -> Vec<HostBuf> {
     OP.generate(d, seed)
 }
 
+/// The inputs rounded to TF32 as the TF32 stages round them.
+fn tf32_rounded(inputs: &[HostBuf]) -> Vec<HostBuf> {
+    inputs.iter().map(|b| HostBuf::F32(b.as_f32().iter().map(|x| tf32_rna(*x)).collect())).collect()
+}
+
+/// Runs `stage` on the emulator and compares it with the reference under
+/// its tolerance; a TF32 stage also with the exact sums of its rounded
+/// products under the summation's tolerance alone.
+fn check_inputs(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+    let out = emulate(&OP, stage, dims, inputs)?;
+    let mut checks = vec![("the reference", (OP.reference)(dims, inputs), stage_tolerance(stage, dims, inputs))];
+    if is_tf32(stage) {
+        let rounded = (OP.reference)(dims, &tf32_rounded(inputs));
+        checks.push(("the TF32-rounded products", rounded, tf32_sum_tolerance(dims, inputs)));
+    }
+    for (against, reference, tol) in checks {
+        let cmp = compare(&out, &reference, tol);
+        if !cmp.passed() {
+            return Err(format!("{} at {} against {against}: {}", stage.name, Op::dims_label(dims), cmp.summary(dims)));
+        }
+    }
+    Ok(())
+}
+
 /// Checks `stage` at the nearest shape it supports (today every stage
 /// supports every shape; `fit_last_dim` keeps the test honest if one stops).
 fn check(stage: &Stage, d: [u32; 3], seed: u64) -> Result<(), String> {
     let Some(dims) = fit_last_dim(stage, &d, 256) else { return Ok(()) };
-    check_stage(&OP, stage, &dims, &inputs(&dims, seed)).map(|_| ())
+    check_inputs(stage, &dims, &inputs(&dims, seed))
 }
 
 /// Sizes with and without tails of every tile (4, 16, 32, 64), and 1.
@@ -57,15 +88,15 @@ fn named_shapes_on_every_stage() {
     }
 }
 
-/// Every stage sums each output in the same order with `fma`, and a
-/// zero-filled term adds nothing, so all stages give the same bits: a
+/// Every FP32 stage sums each output in the same order with `fma`, and a
+/// zero-filled term adds nothing, so all of them give the same bits: a
 /// check with no tolerance at all.
 #[test]
-fn every_stage_gives_the_same_bits() {
+fn every_fp32_stage_gives_the_same_bits() {
     for d in [[17, 19, 23], [33, 70, 65], [64, 128, 96], [5, 3, 129]] {
         let inputs = inputs(&d, 7);
-        let first = emulate(&OP, STAGES[0], &d, &inputs).unwrap();
-        for stage in &STAGES[1..] {
+        let first = emulate(&OP, FP32_STAGES[0], &d, &inputs).unwrap();
+        for stage in &FP32_STAGES[1..] {
             let out = emulate(&OP, stage, &d, &inputs).unwrap();
             let differ = first.iter().zip(&out).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
             assert_eq!(differ, 0, "{} differs from {} in {differ} elements at {d:?}", stage.name, STAGES[0].name);
@@ -122,30 +153,105 @@ fn mage_007_pipeline_and_block_tiles() {
     }
 }
 
+/// mage-008's pipeline (K in tiles of 32, two buffers: the multiplies of
+/// tile `t` run while tile `t + 1` is stored into the other buffer, one
+/// barrier per K step) and its 64x64 block tiles, on both entries:
+/// * k = 1, 8, 32: one K tile, with one, one and four multiplies that
+///   count (the zero-filled ones add nothing);
+/// * k = 33, 64: two, the second in buffer 1;
+/// * k = 65, 96: three, the third back in buffer 0, stored while tile 1's
+///   multiplies run (stored before the barrier that ends tile 0's, the
+///   emulator reports a race);
+/// * k = 130: five, several full rounds.
+///
+/// Each with one block tile, exact (64x64) or with tails in m and n, and
+/// with 2x3 and 3x2 block tiles whose edges fall inside the accumulator
+/// fragments' column groups.
+#[test]
+fn mage_008_pipeline_and_block_tiles() {
+    for k in [1, 8, 32, 33, 64, 65, 96, 130] {
+        for (m, n) in [(64, 64), (37, 29), (65, 130), (129, 68)] {
+            let d = [m, n, k];
+            assert_eq!(mage_008::plan(&d).launches[0].kernel.name.ends_with("_v4"), n % 4 == 0 && k % 4 == 0);
+            check_inputs(&mage_008::STAGE, &d, &inputs(&d, k as u64 + 200)).unwrap();
+        }
+    }
+}
+
+/// With integer inputs in -8..=8 every product and partial sum is exact in
+/// FP32 and every input exact in TF32: every stage, TF32 included, gives
+/// the reference's value with no error at all (what `./mage run ... --gen
+/// integers` checks on the GPU).
+#[test]
+fn every_stage_is_exact_on_integers() {
+    let integers = OP.generator(Some("integers")).unwrap();
+    for d in [[64, 64, 8], [70, 66, 300], [17, 19, 23], [130, 129, 97]] {
+        let inputs = (integers.generate)(&d, 11);
+        assert!(inputs.iter().all(|b| b.as_f32().iter().all(|x| x.fract() == 0.0 && x.abs() <= 8.0)));
+        let reference = (OP.reference)(&d, &inputs);
+        for stage in STAGES {
+            let out = emulate(&OP, stage, &d, &inputs).unwrap();
+            let cmp = compare(&out, &reference, mage_common::numeric::Tolerance::new(0.0, 0.0));
+            assert!(cmp.passed(), "{} at {d:?}: {}", stage.name, cmp.summary(&d));
+        }
+    }
+}
+
+/// The registry's TF32 stages are the ones not under the FP32 contract,
+/// and the TF32 stage really rounds its inputs: on normal inputs it fails
+/// the op's FP32 tolerance (so it needs its own), and passes its own.
+#[test]
+fn the_tf32_stages_are_outside_the_fp32_contract() {
+    let names = |s: &[&Stage]| s.iter().map(|s| s.name).collect::<Vec<_>>();
+    let mut both = names(&FP32_STAGES);
+    both.extend(names(&TF32_STAGES));
+    assert_eq!(both, names(&STAGES));
+    assert!(TF32_STAGES.iter().all(|s| is_tf32(s)) && FP32_STAGES.iter().all(|s| !is_tf32(s)));
+    let d = [64, 64, 64];
+    let inputs = inputs(&d, 9);
+    let reference = (OP.reference)(&d, &inputs);
+    let out = emulate(&OP, &mage_008::STAGE, &d, &inputs).unwrap();
+    let fp32 = compare(&out, &reference, tolerance(&d, &inputs));
+    assert!(fp32.failures * 10 > fp32.elements, "only {} of {} outside FP32's tolerance", fp32.failures, fp32.elements);
+    assert!(compare(&out, &reference, tf32_tolerance(&d, &inputs)).passed());
+}
+
+/// A host model of a stage: each output an FP32 fma chain over `p` in
+/// order, of the inputs passed through `round`, term `p` taking B's row
+/// `row(p)` (`p` itself, or a bug model). With TF32 rounding this is a
+/// TF32 stage too: a product of two TF32 values is exact in FP32.
+fn fma_chain(d: [u32; 3], inputs: &[HostBuf], round: fn(f32) -> f32, row: impl Fn(usize) -> usize) -> Vec<f32> {
+    let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+    let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for p in 0..k {
+                acc = round(a[i * k + p]).mul_add(round(b[row(p).min(k - 1) * n + j]), acc);
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
 /// The tolerance is sound for what the kernels do, and tight enough to
 /// catch an indexing bug: host models of an FP32 fma chain and of typical
 /// bugs, compared with the f64 reference.
 #[test]
 fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
-    let fma_chain = |d: [u32; 3], inputs: &[HostBuf], shift_tile: Option<(usize, usize)>| -> Vec<f32> {
-        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
-        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
-        let mut out = vec![0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut acc = 0f32;
-                for p in 0..k {
-                    // A bug model: the B tile of K tile `t` (of size `tile`) read one row late.
-                    let q = match shift_tile {
-                        Some((tile, t)) if p / tile == t => (p + 1).min(k - 1),
-                        _ => p,
-                    };
-                    acc = a[i * k + p].mul_add(b[q * n + j], acc);
-                }
-                out[i * n + j] = acc;
-            }
-        }
-        out
+    // A bug model: the B tile of K tile `t` (of size `tile`) read one row late.
+    let fma_chain = |d: [u32; 3], inputs: &[HostBuf], shift_tile: Option<(usize, usize)>| {
+        fma_chain(
+            d,
+            inputs,
+            |x| x,
+            |p| match shift_tile {
+                Some((tile, t)) if p / tile == t => p + 1,
+                _ => p,
+            },
+        )
     };
     // Long contractions: the worst case bound holds with room to spare.
     for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200]] {
@@ -179,6 +285,29 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
     assert!(cmp.failures * 2 > cmp.elements, "a dropped term fails only {} of {} elements", cmp.failures, cmp.elements);
 }
 
+/// The TF32 tolerances are sound for TF32 products summed in FP32, and the
+/// check against the rounded products still catches an indexing bug that
+/// the looser check against the reference may let through at large k.
+#[test]
+fn the_tf32_tolerances_pass_tf32_sums_and_fail_indexing_bugs() {
+    // Products of TF32-rounded inputs summed in FP32, B's row `shift` read one row late.
+    let tf32_chain =
+        |d: [u32; 3], inputs: &[HostBuf], shift: Option<usize>| fma_chain(d, inputs, tf32_rna, |p| p + (shift == Some(p)) as usize);
+    for d in [[4, 4, 16384], [8, 8, 4096], [32, 32, 200], [16, 16, 3]] {
+        let inputs = inputs(&d, 3);
+        let out = tf32_chain(d, &inputs, None);
+        assert!(compare(&out, &(OP.reference)(&d, &inputs), tf32_tolerance(&d, &inputs)).passed(), "{d:?}");
+        let rounded = (OP.reference)(&d, &tf32_rounded(&inputs));
+        assert!(compare(&out, &rounded, tf32_sum_tolerance(&d, &inputs)).passed(), "{d:?}");
+    }
+    // One term from the wrong row of B.
+    let d = [32, 32, 200];
+    let inputs = inputs(&d, 5);
+    let rounded = (OP.reference)(&d, &tf32_rounded(&inputs));
+    let cmp = compare(&tf32_chain(d, &inputs, Some(100)), &rounded, tf32_sum_tolerance(&d, &inputs));
+    assert!(cmp.failures * 2 > cmp.elements, "a misplaced term fails only {} of {} elements", cmp.failures, cmp.elements);
+}
+
 #[test]
 fn current_dispatches_by_shape() {
     for d in [[1024, 1024, 1024], [512, 512, 512], [384, 384, 7]] {
@@ -189,6 +318,12 @@ fn current_dispatches_by_shape() {
     }
     for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
         assert_eq!(current::choose(&d).name, "mage-001", "{d:?}");
+    }
+    for m in [1, 63, 64, 500, 1024, 4096] {
+        for n in [1, 64, 1000, 4096] {
+            let d = [m, n, 777];
+            assert!(!is_tf32(current::choose(&d)), "current picks a TF32 stage at {d:?}");
+        }
     }
     let entry = |d: [u32; 3]| (current::choose(&d).plan)(&d).launches[0].kernel.name;
     assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
