@@ -232,6 +232,16 @@ impl std::fmt::Debug for Stage {
     }
 }
 
+/// A stage outside the op's numerical contract (a faster, less accurate
+/// arithmetic, such as TF32 products for an FP32 op): held to its own
+/// tolerance, and never picked by `current`.
+pub struct OutsideContract {
+    pub stage: &'static str,
+    /// What differs, in a few words (`TF32 products`).
+    pub why: &'static str,
+    pub tolerance: fn(&[u32], &[HostBuf]) -> Tolerance,
+}
+
 /// The stage a call runs: one named, or the one `current` picked.
 #[derive(Clone, Copy, Debug)]
 pub struct Picked {
@@ -278,6 +288,8 @@ pub struct Op {
     pub cost: fn(&[u32]) -> (u64, u64),
     /// Every stage, oldest first.
     pub stages: &'static [&'static Stage],
+    /// Stages outside the op's contract, with their own tolerance.
+    pub outside_contract: &'static [OutsideContract],
     pub current: Dispatcher,
 }
 
@@ -379,6 +391,21 @@ impl Op {
             let names: Vec<_> = self.stages.iter().map(|s| s.name).collect();
             format!("{} has no stage `{name}`; its stages are {}, and `{CURRENT}` picks one", self.name, names.join(", "))
         })
+    }
+
+    /// Why `stage` is outside the op's contract, or `None` for a stage
+    /// inside it.
+    pub fn outside_contract(&self, stage: &str) -> Option<&'static OutsideContract> {
+        self.outside_contract.iter().find(|o| o.stage == stage)
+    }
+
+    /// The tolerance `stage`'s output is held to for these inputs: the
+    /// op's, or the stage's own where it is outside the contract.
+    pub fn tolerance_for(&self, stage: &str, dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
+        match self.outside_contract(stage) {
+            Some(o) => (o.tolerance)(dims, inputs),
+            None => (self.tolerance)(dims, inputs),
+        }
     }
 
     /// Whether `name` is a stage of this op or `current`.
@@ -582,13 +609,17 @@ pub fn check_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Res
     if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(dims)) }
 }
 
-/// [`check_plan`] for a stage, after checking it supports the dims.
+/// Runs a stage on the emulator and compares its output with the op's f64
+/// reference under the stage's tolerance (the op's, or its own where it is
+/// outside the contract), after checking it supports the dims.
 pub fn check_stage(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
     op.check_inputs(dims, inputs)?;
     if !(stage.supports)(dims) {
         return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
     }
-    check_plan(op, &(stage.plan)(dims), dims, inputs).map_err(|e| format!("{} {} at {}: {e}", op.name, stage.name, Op::dims_label(dims)))
+    let out = emulate_plan(op, &(stage.plan)(dims), dims, inputs)?;
+    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), op.tolerance_for(stage.name, dims, inputs));
+    if cmp.passed() { Ok(cmp) } else { Err(format!("{} {} at {}: {}", op.name, stage.name, Op::dims_label(dims), cmp.summary(dims))) }
 }
 
 /// The nearest dims to `dims` that `stage` supports, changing only the

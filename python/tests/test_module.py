@@ -159,7 +159,7 @@ class Cases(unittest.TestCase):
         self.assertIn("is a `layernorm` case, not `gelu`", str(e.exception))
         with self.assertRaises(mage.MageError) as e:
             mage.read_case("layernorm", str(self.root / "nowhere"))
-        self.assertIn("input.json", str(e.exception))
+        self.assertIn("is not a directory", str(e.exception))
         d = self.copy("neighbor-7x9x23")
         (d / "rowptr.bin").write_bytes((d / "rowptr.bin").read_bytes()[4:] + b"\0\0\0\0")
         with self.assertRaises(mage.MageError) as e:

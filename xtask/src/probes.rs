@@ -33,6 +33,7 @@ const fn probe_op(inputs: &'static [Input]) -> Op {
         tolerance: |_, _| Tolerance::new(0.0, 0.0),
         cost: |_| (0, 0),
         stages: &[],
+        outside_contract: &[],
         current: Dispatcher { summary: "none: probes launch by plan", reads: &[], choose: |_, _| unreachable!("probes have no stages") },
     }
 }

@@ -13,6 +13,9 @@ pub struct RunReport {
     pub stage: String,
     /// Whether `current` picked it.
     pub by_current: bool,
+    /// Where the stage is outside the op's numerical contract, what differs
+    /// (its check used its own tolerance).
+    pub outside_contract: Option<String>,
     pub dims: Vec<u32>,
     /// The generator of the inputs (`normal`, `uniform`, `power-law`).
     pub generator: String,

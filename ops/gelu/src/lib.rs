@@ -204,6 +204,7 @@ mod host {
             (4 * (2 * r * w + w), 10 * r * w)
         },
         stages: &STAGES,
+        outside_contract: &[],
         current: current::DISPATCHER,
     };
 }

@@ -506,6 +506,7 @@ mod host {
             (4 * (2 * r * w + 2 * w), 8 * r * w)
         },
         stages: &STAGES,
+        outside_contract: &[],
         current: current::DISPATCHER,
     };
 }

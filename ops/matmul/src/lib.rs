@@ -126,7 +126,7 @@ mod host {
     use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, OutsideContract, Plan, Stage, Workload};
 
     /// The kernel arguments every matmul kernel takes, in order:
     /// `a, b, c, m, n, k`.
@@ -288,9 +288,10 @@ mod host {
     }
 
     /// The tolerance `stage`'s output is held to: the op's ([`tolerance`]),
-    /// or for a TF32 stage [`tf32_tolerance`].
+    /// or for a TF32 stage [`tf32_tolerance`] (the registry's
+    /// [`Op::tolerance_for`]).
     pub fn stage_tolerance(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
-        if is_tf32(stage) { tf32_tolerance(dims, inputs) } else { tolerance(dims, inputs) }
+        OP.tolerance_for(stage.name, dims, inputs)
     }
 
     /// The registry: every stage, oldest first.
@@ -336,6 +337,7 @@ mod host {
                     (4 * (m * k + k * n + m * n), 2 * m * n * k)
                 },
                 stages: $stages,
+                outside_contract: &[OutsideContract { stage: "mage-008", why: "TF32 products (one per term)", tolerance: tf32_tolerance }],
                 current: current::DISPATCHER,
             }
         };

@@ -448,6 +448,7 @@ mod host {
             (4 * (2 * n * w + 2 * e + n + 1), 2 * e * w)
         },
         stages: &STAGES,
+        outside_contract: &[],
         current: current::DISPATCHER,
     };
 }

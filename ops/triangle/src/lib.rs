@@ -661,6 +661,7 @@ mod host {
             (4 * 3 * n * n * c, 2 * n * n * n * c)
         },
         stages: &STAGES,
+        outside_contract: &[],
         current: current::DISPATCHER,
     };
 }

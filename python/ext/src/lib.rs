@@ -92,6 +92,11 @@ fn op_info<'py>(py: Python<'py>, op: &str) -> PyResult<Bound<'py, PyDict>> {
         stages.append(e)?;
     }
     d.set_item("stages", stages)?;
+    let outside = PyDict::new(py);
+    for o in op.outside_contract {
+        outside.set_item(o.stage, o.why)?;
+    }
+    d.set_item("outside_contract", outside)?;
     let current = PyDict::new(py);
     current.set_item("summary", op.current.summary)?;
     current.set_item("reads", op.current.reads.iter().map(|&i| op.inputs[i].role).collect::<Vec<_>>())?;
@@ -189,11 +194,16 @@ impl CaseDir {
     fn input_bytes<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
         self.case.inputs.iter().map(|b| PyBytes::new(py, &b.to_le_bytes())).collect()
     }
-    /// The op's tolerance for these inputs: `(abs, rel)`, passing where
-    /// `|out - ref| <= abs + rel * |ref|`.
-    fn tolerance(&self) -> (f64, f64) {
-        let t = (self.op.tolerance)(&self.case.spec.dims, &self.case.inputs);
-        (t.abs, t.rel)
+    /// The tolerance for these inputs: `(abs, rel)`, passing where
+    /// `|out - ref| <= abs + rel * |ref|`; the op's, or with `stage` that
+    /// stage's (its own where it is outside the op's contract).
+    #[pyo3(signature = (stage = None))]
+    fn tolerance(&self, stage: Option<&str>) -> PyResult<(f64, f64)> {
+        if let Some(s) = stage {
+            self.op.check_stage_name(s).map_err(error)?;
+        }
+        let t = self.op.tolerance_for(stage.unwrap_or(CURRENT), &self.case.spec.dims, &self.case.inputs);
+        Ok((t.abs, t.rel))
     }
     /// The stage `current` picks for these inputs.
     fn current(&self) -> &'static str {
