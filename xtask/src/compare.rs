@@ -32,6 +32,13 @@ pub struct CompareArgs {
     /// Also every workload of each chosen op's sweep list.
     #[arg(long)]
     pub sweep: bool,
+    /// Also judge stage A against stage B of an op, `OP:A:B`
+    /// (`layernorm:mage-009:mage-007`), at each of its workloads where both
+    /// run; repeatable. Beyond the op's default dims, where every stage runs
+    /// and each is judged against the one before it, a workload runs
+    /// `current` and the stages named here.
+    #[arg(long = "judge")]
+    pub judge: Vec<String>,
     /// `hot` (same buffers every call), `cold` (L2 evicted before each call) or `both`.
     #[arg(long, default_value = "both")]
     pub mode: String,
@@ -77,8 +84,23 @@ struct Workload {
     op: &'static Op,
     dims: Vec<u32>,
     generator: &'static str,
-    /// Judge each stage against the one before it here (the op's default dims).
+    /// Run every stage and judge each against the one before it (the op's
+    /// default dims); elsewhere only `current` and the judged stages run.
     history: bool,
+}
+
+/// Parses `OP:A:B`: judge stage A against stage B of OP.
+fn parse_judge(text: &str) -> Result<(&'static Op, &'static str, &'static str), String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [op, a, b] = parts[..] else {
+        return Err(format!("--judge {text}: expected OP:A:B, such as layernorm:mage-009:mage-007"));
+    };
+    let op = ops::find(op)?;
+    let (a, b) = (op.stage(a)?, op.stage(b)?);
+    if a.name == b.name {
+        return Err(format!("--judge {text}: a stage against itself"));
+    }
+    Ok((op, a.name, b.name))
 }
 
 /// Parses `OP:DIMS[:GENERATOR]`.
@@ -96,7 +118,7 @@ fn parse_at(text: &str) -> Result<Workload, String> {
 /// the stages that support it, and the pairs to judge: `current` against
 /// the best alternative always, and at the op's default dims each stage
 /// against the one before it.
-fn op_entry(w: &Workload, work: &Path) -> Result<Value, String> {
+fn op_entry(w: &Workload, judge: &[(&'static Op, &'static str, &'static str)], work: &Path) -> Result<Value, String> {
     let op = w.op;
     let generator = op.generator(Some(w.generator))?;
     let inputs = (generator.generate)(&w.dims, fixtures::DEFAULT_SEED);
@@ -112,10 +134,25 @@ fn op_entry(w: &Workload, work: &Path) -> Result<Value, String> {
         generator: if op.generators.len() > 1 { generator.name.into() } else { String::new() },
     };
     fixtures::write_case(&work.join(&case_rel), op, &spec, &inputs)?;
-    let stages: Vec<&str> = op.stages.iter().filter(|s| (s.supports)(&w.dims)).map(|s| s.name).collect();
+    let supported = |name: &str| op.stage(name).is_ok_and(|s| (s.supports)(&w.dims));
+    let judged: Vec<(&str, &str)> =
+        judge.iter().filter(|(o, a, b)| o.name == op.name && supported(a) && supported(b)).map(|(_, a, b)| (*a, *b)).collect();
+    let stages: Vec<&str> = op
+        .stages
+        .iter()
+        .filter(|s| (s.supports)(&w.dims))
+        .map(|s| s.name)
+        .filter(|n| w.history || judged.iter().any(|(a, b)| a == n || b == n))
+        .collect();
     let mut pairs = vec![];
     if w.history {
         pairs.extend(stages.windows(2).map(|p| json!({ "a": format!("rust {}", p[1]), "b": format!("rust {}", p[0]) })));
+    }
+    for (a, b) in judged {
+        let pair = json!({ "a": format!("rust {a}"), "b": format!("rust {b}") });
+        if !pairs.contains(&pair) {
+            pairs.push(pair);
+        }
     }
     Ok(json!({
         "op": op.name,
@@ -166,7 +203,8 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
     for package in std::iter::once("mage-common").chain(chosen.iter().map(|o| o.package)) {
         ptx_sha.insert(package.into(), fixtures::sha256_hex(ops::ptx(package)?.as_bytes()).into());
     }
-    let entries = workloads.iter().map(|w| op_entry(w, &work)).collect::<Result<Vec<_>, _>>()?;
+    let judge = a.judge.iter().map(|j| parse_judge(j)).collect::<Result<Vec<_>, _>>()?;
+    let entries = workloads.iter().map(|w| op_entry(w, &judge, &work)).collect::<Result<Vec<_>, _>>()?;
     let manifest = json!({
         "namespace": a.namespace,
         "mode": a.mode,
@@ -331,7 +369,7 @@ mod tests {
         let work = std::env::temp_dir().join(format!("mage-compare-test-{}", std::process::id()));
         for op in ops::all() {
             let w = Workload { op, dims: op.default_dims.to_vec(), generator: op.generators[0].name, history: true };
-            let entry = op_entry(&w, &work).unwrap();
+            let entry = op_entry(&w, &[], &work).unwrap();
             let case = work.join(entry["case_dir"].as_str().unwrap());
             assert!(case.join("inputs.sha256.json").exists());
             fixtures::read_case(&case, op).unwrap();
@@ -339,6 +377,22 @@ mod tests {
             assert_eq!(stages[0], "current", "{}", op.name);
             assert_eq!(entry["pairs"].as_array().unwrap().len() + 2, stages.len(), "{}: one pair per step of the history", op.name);
         }
+        let _ = std::fs::remove_dir_all(work);
+    }
+
+    #[test]
+    fn judged_pairs_and_their_stages_join_every_workload_of_the_op() {
+        let work = std::env::temp_dir().join(format!("mage-compare-judge-{}", std::process::id()));
+        let judge = vec![parse_judge("layernorm:mage-007:mage-002").unwrap(), parse_judge("gelu:mage-002:mage-001").unwrap()];
+        let w = Workload { op: &mage_layernorm::OP, dims: vec![64, 768], generator: "normal", history: false };
+        let entry = op_entry(&w, &judge, &work).unwrap();
+        assert_eq!(entry["stages"], json!(["current", "mage-002", "mage-007"]));
+        assert_eq!(entry["pairs"], json!([{"a": "rust mage-007", "b": "rust mage-002"}]));
+        // Where a judged stage does not support the shape, the pair is left out.
+        let w = Workload { op: &mage_layernorm::OP, dims: vec![64, 4096], generator: "normal", history: false };
+        assert_eq!(op_entry(&w, &judge, &work).unwrap()["pairs"], json!([]));
+        assert!(parse_judge("layernorm:mage-007").err().unwrap().contains("OP:A:B"));
+        assert!(parse_judge("layernorm:mage-007:mage-999").err().unwrap().contains("no stage `mage-999`"));
         let _ = std::fs::remove_dir_all(work);
     }
 
