@@ -12,13 +12,8 @@
 //! | [`mage_001`] | one output per thread, two loads per FMA straight from global memory |
 //! | [`mage_002`] | a 4×4 register tile of (i, j) per thread for one channel: 8 loads per 16 FMAs |
 //! | [`mage_003`] | a 4×4 (i, j) tile of channel quads per thread: 128-bit loads, 8 per 64 FMAs (`c % 4 == 0`) |
-//! | [`try_tri_auto`] | candidate: a GEMM per channel through shared memory (8-channel block tiles, a `cp.async` ring transposing to rows), the block tile by shape: 64x64, 64x32 or 32x16, the largest that still fills the SMs |
-//! | [`try_tri_64x32`] | candidate: try-tri-auto's 64x32 tile at every shape |
-//! | [`try_tri_32x16_regs`] | candidate: try-tri-auto's 32x16 tile, staged through registers by 128-bit loads instead of `cp.async` |
-//! | [`current`] | the dispatcher: the most-tiled stage that supports the shape and still fills the GPU |
-//!
-//! The `try-` stages are candidates beside the history, not yet measured
-//! on the GPU.
+//! | [`mage_004`] | a GEMM per channel through shared memory (8-channel block tiles, a `cp.async` ring transposing to rows), the block tile by shape: 64x32 where it fills the SMs, else 32x16 |
+//! | [`current`] | the dispatcher: mage-001 on the smallest shapes, mage-004 elsewhere |
 //!
 //! Every stage accumulates each output in the same order (k = 0, 1, ...,
 //! one `fma.rn.f32` per term), so the GPU and the emulator agree bit for
@@ -43,11 +38,7 @@ pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 #[cfg(not(target_arch = "nvptx64"))]
-pub mod try_tri_32x16_regs;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod try_tri_64x32;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod try_tri_auto;
+pub mod mage_004;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -305,134 +296,6 @@ pub unsafe fn channel_tiles<const TI: u32, const TJ: u32, const RI: usize, const
     unsafe { store_outputs(o, &acc, &place, n, c) }
 }
 
-/// Quads (of channels) a thread of the register-staged kernel holds
-/// between loading a chunk and storing it to shared memory, at most.
-const STAGED_QUADS: usize = 8;
-
-/// The channel quad `x[row, k, ch..ch + 4]` of an `[n, n, c]` tensor, with
-/// elements outside the tensor read as zero. `VEC`: one 128-bit load
-/// (needs `c % 4 == 0` and `ch % 4 == 0`, so the quad is all inside or all
-/// outside); otherwise four guarded scalar loads.
-///
-/// # Safety
-/// `x` must hold the `[n, n, c]` tensor.
-#[inline(always)]
-unsafe fn load_quad<const VEC: bool>(x: *const f32, row: u32, k: u32, ch: u32, n: u32, c: u32) -> F32x4 {
-    if row >= n || k >= n {
-        return F32x4::ZERO;
-    }
-    let at = (row * n + k) * c + ch;
-    if VEC {
-        if ch < c { unsafe { ld_nc4(x, at) } } else { F32x4::ZERO }
-    } else {
-        let e = |q: u32| if ch + q < c { unsafe { ld_nc(x, at + q) } } else { 0.0 };
-        F32x4::new(e(0), e(1), e(2), e(3))
-    }
-}
-
-/// The kernel body of the register-staged channel tiles: the tiles,
-/// thread placement, shared layout and multiply-adds of [`channel_tiles`],
-/// with the copies to shared memory made by the threads instead of
-/// `cp.async`, two chunk buffers.
-///
-/// A chunk's slab of `rows` rows is `rows · TK` pairs (row, kk) of two
-/// channel quads (one 32-byte sector); thread `t` takes quad `t % 2` of
-/// the pairs `q = t / 2 + (threads / 2)·m`, `row = q % rows`, `kk = q /
-/// rows`, one 128-bit global load each (`load_quad`), and stores its four
-/// channels with four 32-bit shared stores to `[kk][ch][row]`. In a warp
-/// the 16 pairs are 16 consecutive rows of one `kk`, and a channel row's
-/// start is 16 banks from the next quad's (`4·stride ≡ 16` mod 32), so each
-/// store puts the 32 words on 32 banks.
-///
-/// Per step: the loads of chunk `s + 1` go out into registers, the block
-/// multiplies chunk `s`, the registers go to the other buffer (which every
-/// thread finished reading at the previous barrier), and the block meets
-/// once. Against `cp.async` with 4-byte copies (two instructions of 64-bit
-/// address arithmetic and one copy per element), this issues about 1.5
-/// instructions per element: one load per 4 elements, then 4 stores.
-///
-/// # Safety
-/// As [`channel_tiles`], with `2·ChannelTiles::buffer_bytes` of shared
-/// memory, and `c % 4 == 0` for `VEC`.
-#[inline(always)]
-pub unsafe fn channel_tiles_via_registers<
-    const TI: u32,
-    const TJ: u32,
-    const RI: usize,
-    const RJ: usize,
-    const TK: usize,
-    const VEC: bool,
->(
-    a: *const f32,
-    b: *const f32,
-    o: *mut f32,
-    n: u32,
-    c: u32,
-) {
-    const { assert!(ChannelTiles { ti: TI, tj: TJ, ri: RI as u32, rj: RJ as u32, tk: TK as u32, depth: 2 }.is_valid()) };
-    let shape = ChannelTiles { ti: TI, tj: TJ, ri: RI as u32, rj: RJ as u32, tk: TK as u32, depth: 2 };
-    // Pairs of the block per pass, and each thread's quads of A and of B.
-    let pairs = shape.threads() / 2;
-    let (quads_a, quads_b) = (TI * TK as u32 / pairs, TJ * TK as u32 / pairs);
-    const {
-        assert!(
-            (TI + TJ) * TK as u32 / (ChannelTiles { ti: TI, tj: TJ, ri: RI as u32, rj: RJ as u32, tk: TK as u32, depth: 2 }.threads() / 2)
-                <= STAGED_QUADS as u32
-        )
-    };
-    let place = unsafe { Place::of(shape, n, c) };
-    let t = thread_idx_x();
-    let (half, q0) = (t % 2, t / 2);
-    // The (row, kk) of this thread's m-th pair of a slab of `rows` rows.
-    let pair = |rows: u32, m: u32| ((q0 + pairs * m) % rows, (q0 + pairs * m) / rows);
-    let load = |chunk: u32, staged: &mut [F32x4; STAGED_QUADS]| {
-        let (k0, ch) = (chunk * TK as u32, place.ch0 + 4 * half);
-        for m in 0..quads_a {
-            let (r, kk) = pair(TI, m);
-            staged[m as usize] = unsafe { load_quad::<VEC>(a, place.i0 + r, k0 + kk, ch, n, c) };
-        }
-        for m in 0..quads_b {
-            let (r, kk) = pair(TJ, m);
-            staged[(quads_a + m) as usize] = unsafe { load_quad::<VEC>(b, place.j0 + r, k0 + kk, ch, n, c) };
-        }
-    };
-    let store = |chunk: u32, staged: &[F32x4; STAGED_QUADS]| {
-        let buf = chunk % 2 * shape.buffer_bytes();
-        let put = |at: u32, stride: u32, kk: u32, r: u32, v: F32x4| {
-            for (e, x) in v.to_array().into_iter().enumerate() {
-                smem_st(at + ((kk * GROUP + 4 * half + e as u32) * stride + r) * 4, x);
-            }
-        };
-        for m in 0..quads_a {
-            let (r, kk) = pair(TI, m);
-            put(buf, shape.stride_a(), kk, r, staged[m as usize]);
-        }
-        for m in 0..quads_b {
-            let (r, kk) = pair(TJ, m);
-            put(buf + shape.a_bytes(), shape.stride_b(), kk, r, staged[(quads_a + m) as usize]);
-        }
-    };
-    let chunks = n.div_ceil(TK as u32);
-    let mut staged = [F32x4::ZERO; STAGED_QUADS];
-    load(0, &mut staged);
-    store(0, &staged);
-    sync_threads();
-    let mut acc = [[0f32; RJ]; RI];
-    for chunk in 0..chunks {
-        if chunk + 1 < chunks {
-            load(chunk + 1, &mut staged);
-        }
-        multiply_chunk::<RI, RJ, TK>(&mut acc, shape, chunk % 2 * shape.buffer_bytes(), &place);
-        if chunk + 1 < chunks {
-            store(chunk + 1, &staged);
-        }
-        // Chunk `chunk + 1` is in shared memory for everyone, and everyone
-        // is done with chunk `chunk`, whose buffer the next step refills.
-        sync_threads();
-    }
-    unsafe { store_outputs(o, &acc, &place, n, c) }
-}
-
 /// Where a thread's outputs lie: the block's first row `i0`, column `j0`
 /// and channel `ch0`; the thread's channel `ch` within the group and its
 /// first row `ri0` and column `rj0` within the block tile.
@@ -516,7 +379,6 @@ unsafe fn store_outputs<const RI: usize, const RJ: usize>(o: *mut f32, acc: &[[f
 /// The block tiles of the channel-tiled stages (see their modules for why these).
 pub const TILES_32X16: ChannelTiles = ChannelTiles { ti: 32, tj: 16, ri: 4, rj: 4, tk: 16, depth: 3 };
 pub const TILES_64X32: ChannelTiles = ChannelTiles { ti: 64, tj: 32, ri: 8, rj: 8, tk: 8, depth: 3 };
-pub const TILES_64X64: ChannelTiles = ChannelTiles { ti: 64, tj: 64, ri: 8, rj: 8, tk: 8, depth: 3 };
 
 /// A kernel entry running [`channel_tiles`] with the constant tile shape `$shape`.
 macro_rules! channel_tiles_entry {
@@ -541,31 +403,6 @@ channel_tiles_entry!(
     triangle_tiles_64x32,
     TILES_64X32
 );
-channel_tiles_entry!(
-    /// [`TILES_64X64`]: 512 threads, 8x8 outputs each; any `n`, `c`.
-    triangle_tiles_64x64,
-    TILES_64X64
-);
-
-/// The tile of the register-staged entries (two chunk buffers, 56 KiB).
-pub const TILES_32X16_STAGED: ChannelTiles = ChannelTiles { depth: 2, ..TILES_32X16 };
-
-mage_common::kernel! {
-    /// [`TILES_32X16_STAGED`] staged through registers by 128-bit loads; `c % 4 == 0`.
-    pub unsafe fn triangle_tiles_32x16_staged_v4(a: *const f32, b: *const f32, o: *mut f32, n: u32, c: u32) {
-        const S: ChannelTiles = TILES_32X16_STAGED;
-        unsafe { channel_tiles_via_registers::<{ S.ti }, { S.tj }, { S.ri as usize }, { S.rj as usize }, { S.tk as usize }, true>(a, b, o, n, c) }
-    }
-}
-
-mage_common::kernel! {
-    /// [`TILES_32X16_STAGED`] staged through registers by scalar loads; any `c`.
-    pub unsafe fn triangle_tiles_32x16_staged_scalar(a: *const f32, b: *const f32, o: *mut f32, n: u32, c: u32) {
-        const S: ChannelTiles = TILES_32X16_STAGED;
-        unsafe { channel_tiles_via_registers::<{ S.ti }, { S.tj }, { S.ri as usize }, { S.rj as usize }, { S.tk as usize }, false>(a, b, o, n, c) }
-    }
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
@@ -628,8 +465,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_tri_auto::STAGE, &try_tri_64x32::STAGE, &try_tri_32x16_regs::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
 
     pub static OP: Op = Op {
         name: "triangle",
