@@ -69,13 +69,17 @@ use mage_common::Kernel;
 /// H200's 132 (128x32 makes exactly 128 tiles of 32x16, 256x32 128 of 64x32).
 pub const FILL_BLOCKS: u32 = 128;
 
+/// A kernel entry and its tile.
+pub type Entry = (&'static Kernel, ChannelTiles);
+
+/// `large` where its grid has `FILL_BLOCKS` blocks, else `small`.
+pub fn large_where_it_fills(d: &[u32], large: Entry, small: Entry) -> Entry {
+    if large.1.blocks(d[0], d[1]) >= FILL_BLOCKS { large } else { small }
+}
+
 /// The 64x32 tile where its grid has `FILL_BLOCKS` blocks, else 32x16.
-pub fn tiles(d: &[u32]) -> (&'static Kernel, ChannelTiles) {
-    if TILES_64X32.blocks(d[0], d[1]) >= FILL_BLOCKS {
-        (&triangle_tiles_64x32::KERNEL, TILES_64X32)
-    } else {
-        (&triangle_tiles_32x16::KERNEL, TILES_32X16)
-    }
+pub fn tiles(d: &[u32]) -> Entry {
+    large_where_it_fills(d, (&triangle_tiles_64x32::KERNEL, TILES_64X32), (&triangle_tiles_32x16::KERNEL, TILES_32X16))
 }
 
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {

@@ -34,18 +34,13 @@
 //! wavefronts per `k` per SM instead of 208 against 256 cycles of FFMA:
 //! about 65-75 µs and 250-290 µs (the 64x32 tile in mage-004: 82.37 and
 //! 319.89), paid for in part by a barrier every 4 `k`.
-use crate::mage_004::FILL_BLOCKS;
-use crate::{ChannelTiles, TILES_32X16_WARP, TILES_64X32_WARP, channel_tiles_launch};
+use crate::mage_004::{Entry, large_where_it_fills};
+use crate::{TILES_32X16_WARP, TILES_64X32_WARP, channel_tiles_launch};
 use crate::{triangle_tiles_32x16_warp, triangle_tiles_64x32_warp};
-use mage_common::Kernel;
 
-/// mage-004's choice: the 64x32 tile where its grid has `FILL_BLOCKS` blocks, else 32x16.
-pub fn tiles(d: &[u32]) -> (&'static Kernel, ChannelTiles) {
-    if TILES_64X32_WARP.blocks(d[0], d[1]) >= FILL_BLOCKS {
-        (&triangle_tiles_64x32_warp::KERNEL, TILES_64X32_WARP)
-    } else {
-        (&triangle_tiles_32x16_warp::KERNEL, TILES_32X16_WARP)
-    }
+/// mage-004's choice: the 64x32 tile where its grid fills the SMs, else 32x16.
+pub fn tiles(d: &[u32]) -> Entry {
+    large_where_it_fills(d, (&triangle_tiles_64x32_warp::KERNEL, TILES_64X32_WARP), (&triangle_tiles_32x16_warp::KERNEL, TILES_32X16_WARP))
 }
 
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
