@@ -97,8 +97,9 @@ impl ChannelTiles {
         self.warp_channel || self.split > 1
     }
     /// Floats between two channels of the output staging `Os[ch][i][j]`
-    /// (rows of `tj + 4`): ≡ 4 mod 8, so the channels `e` and `e + 4` that
-    /// one read of the staging meets fall 16 banks apart.
+    /// (rows of `tj + 4`): 4 times an odd number (`ti·(tj + 4)` is a
+    /// multiple of 8), so the 8 channels that one read of the staging meets
+    /// start on 8 different bank quads.
     pub const fn staging_channel_stride(&self) -> u32 {
         self.ti * (self.tj + 4) + 4
     }
@@ -404,7 +405,6 @@ impl Place {
     #[inline(always)]
     unsafe fn of(shape: ChannelTiles, n: u32, c: u32) -> Place {
         let t = thread_idx_x();
-        // (Written out for one group, so that `kk0` is the constant 0 there.)
         let (group, ch, p) = Self::thread(shape, t);
         let cols = shape.tj / shape.rj;
         let (tiles_i, tiles_j) = (n.div_ceil(shape.ti), n.div_ceil(shape.tj));
@@ -440,8 +440,7 @@ impl Place {
     }
 
     /// The byte of the output staging (see `stage_outputs`) where thread
-    /// `t`'s first output goes: computed after the loop from `t` alone,
-    /// so that nothing but `t` stays live for it through the loop.
+    /// `t`'s first output goes.
     #[inline(always)]
     fn staged_at(shape: ChannelTiles, t: u32) -> u32 {
         let (group, ch, p) = Self::thread(shape, t);
