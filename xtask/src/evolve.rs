@@ -10,9 +10,10 @@
 //! evolve --list matmul [--dims ...]
 //! ```
 //!
-//! A generation: the proposer changes one knob of the incumbent (a
-//! proposal the space refuses for these dims is written to the ledger as
-//! pruned, with the reason, and never launched); the candidate, the
+//! A generation: the proposer changes one knob of the incumbent, or, once
+//! every one-knob change has been read, two of them together (a proposal
+//! the space refuses for these dims is written to the ledger as pruned,
+//! with the reason, and never launched); the candidate, the
 //! incumbent and `current` are bound to the same uploaded inputs; the
 //! candidate's output is checked against the f64 reference; the control
 //! copy is read; burn-in pairs run unrecorded; 8 rounds of `C I K K I C`
@@ -38,7 +39,7 @@ use mage_common::fixtures::{DEFAULT_SEED, sha256_hex};
 use mage_common::op::Op;
 use mage_common::space::Space;
 use measure::{BURN_IN_PAIRS, Bench, ROUND_ORDERS, ROUNDS, calls_per_segment, order_text, parallel_reference};
-use propose::{CONTROL_LIMIT, KEEP_MAX, KEEP_MEDIAN, OneKnob, Proposer};
+use propose::{CONTROL_LIMIT, KEEP_MAX, KEEP_MEDIAN, Proposer, Search};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -117,15 +118,13 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     }
     let rows: Vec<Vec<String>> = configs
         .iter()
-        .map(|c| {
-            let plan = (space.plan)(c, &dims);
-            let fits = (space.fits)(c, &dims);
-            vec![
-                space.id(c),
-                plan.launches.iter().map(|l| l.kernel.name).collect::<Vec<_>>().join(" + "),
-                plan.launches[0].shared_bytes.to_string(),
-                fits.map_or_else(|why| why, |()| "fits".into()),
-            ]
+        .map(|c| match (space.fits)(c, &dims) {
+            Ok(()) => {
+                let plan = (space.plan)(c, &dims);
+                let kernels: Vec<&str> = plan.launches.iter().map(|l| l.kernel.name).collect();
+                vec![space.id(c), kernels.join(" + "), plan.launches[0].shared_bytes.to_string(), "fits".into()]
+            }
+            Err(why) => vec![space.id(c), "-".into(), "-".into(), why],
         })
         .collect();
     println!("{}", table(&["configuration", "kernels", "shared B", Op::dims_label(&dims).as_str()], &rows));
@@ -249,16 +248,17 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
 
     let session = ledger.next_session();
     let fitting = space.configs().iter().filter(|c| (space.fits)(c, &dims).is_ok()).count();
+    let mut ptx_sha256 = serde_json::Map::new();
+    for package in [op.package, "mage-common"] {
+        ptx_sha256.insert(package.into(), sha256_hex(crate::ops::ptx(package)?.as_bytes()).into());
+    }
     let environment = serde_json::json!({
         "device": gpu.info(),
         "clocks_start": clocks_start,
         "commit": mage_runtime::BUILD_COMMIT,
         "toolchain": mage_runtime::BUILD_RUSTC,
         "ptxas_snapshots": mage_common::tools::PTXAS_VERSION,
-        "ptx_sha256": {
-            op.package: sha256_hex(crate::ops::ptx(op.package)?.as_bytes()),
-            "mage-common": sha256_hex(crate::ops::ptx("mage-common")?.as_bytes()),
-        },
+        "ptx_sha256": ptx_sha256,
         "seed": a.seed,
     });
     ledger.append(Entry::Start(Box::new(Start {
@@ -268,7 +268,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         from: from.clone(),
         incumbent: space.id(&incumbent),
         current_stage: current_stage.name.into(),
-        proposer: OneKnob.name().into(),
+        proposer: Search::default().name().into(),
         space_configurations: space.configs().len(),
         fitting_configurations: fitting,
         procedure: Procedure {
@@ -292,13 +292,11 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     println!("ledger: {}", path.display());
 
     let mut measurer = measure::OnGpu { bench: &bench, current: &current, space };
-    match run::run(space, &dims, session, &mut ledger, &mut OneKnob, &mut measurer, a.generations)? {
+    match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations)? {
         run::Ended::Done { measured } => println!("{measured} generations measured"),
-        run::Ended::Exhausted { measured, incumbent } => {
-            println!(
-                "{measured} generations measured; every configuration one knob from {incumbent} has been tried: a local optimum of this space"
-            )
-        }
+        run::Ended::Exhausted { measured, incumbent } => println!(
+            "{measured} generations measured; every one-knob change of {incumbent}, and every pair of them, has been tried: a local optimum of this space"
+        ),
     }
     println!("{}", report::progress_table(&ledger));
     println!("ledger: {}\nrender: evolve --report --namespace {ns}", path.display());

@@ -15,7 +15,7 @@
 //! one still holds exactly what this run read. A run into an existing
 //! ledger refuses unless told to resume, and then continues from it.
 
-use super::propose::{Decision, History, Ratios};
+use super::propose::{Decision, History, Ratios, knob_index};
 use mage_common::space::{Config, Space};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -243,14 +243,17 @@ impl Ledger {
         let start = self.starts().next().ok_or("the ledger has no start entry")?;
         let mut state = State { incumbent: space.parse(&start.incumbent)?, history: History::default(), generations: 0 };
         state.history.tried.push(state.incumbent.clone());
-        let knob_index = |name: &str| space.knobs.iter().position(|k| k.name == name).ok_or(format!("no knob `{name}`"));
         for e in &self.entries {
             match e {
                 Entry::Start(_) => {}
-                Entry::Pruned(p) => state.history.record(&space.parse(&p.config)?, knob_index(&p.knob)?, Decision::Pruned),
+                Entry::Pruned(p) => state.history.record(&space.parse(&p.config)?, knob_index(space, &p.knob)?, Decision::Pruned),
                 Entry::Generation(g) => {
+                    let (config, parent) = (space.parse(&g.config)?, space.parse(&g.parent)?);
                     state.generations += 1;
-                    state.history.record(&space.parse(&g.config)?, knob_index(&g.knob)?, g.decision);
+                    state.history.record(&config, knob_index(space, &g.knob)?, g.decision);
+                    if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
+                        state.history.read(&config, &parent, a.vs_incumbent.median);
+                    }
                     state.incumbent = space.parse(&g.incumbent)?;
                 }
             }

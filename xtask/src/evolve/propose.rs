@@ -2,11 +2,16 @@
 //!
 //! A [`Proposer`] picks the next configuration to measure against the
 //! incumbent from the [`History`] of a run (every configuration measured,
-//! pruned or voided, read back from the ledger, so a resumed run continues
-//! where it stopped). [`OneKnob`] changes one knob of the incumbent per
-//! generation, taking the knobs in turn and each knob's nearest untried
-//! value first, and never proposes a configuration tried before. A smarter
-//! proposer implements the same trait.
+//! pruned or voided, and the ratios read, from the ledger, so a resumed run
+//! continues where it stopped). [`OneKnob`] changes one knob of the
+//! incumbent per generation, taking the knobs in turn and each knob's
+//! nearest untried value first, and never proposes a configuration tried
+//! before. Once every one-knob change of the incumbent has been tried,
+//! [`Pairs`] combines two of them from different knobs, the pair whose
+//! single ratios multiply to the lowest first: what the pair would read if
+//! the knobs did not interact, so its reading shows whether they do.
+//! [`Search`] is the two in that order. A smarter proposer implements the
+//! same trait.
 //!
 //! [`judge`] is the accept rule: the candidate is kept only if the median
 //! of its per-round kernel-time ratios against the incumbent is at most
@@ -39,6 +44,14 @@ pub enum Decision {
     Pruned,
 }
 
+/// A verdict's median ratio of a configuration against its parent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reading {
+    pub config: Config,
+    pub parent: Config,
+    pub vs_parent: f64,
+}
+
 /// What a run has tried so far.
 #[derive(Clone, Debug, Default)]
 pub struct History {
@@ -48,6 +61,8 @@ pub struct History {
     pub voids: HashMap<Config, u32>,
     /// The knob the last proposal changed.
     pub last_knob: Option<usize>,
+    /// The median ratios of generations kept or rejected.
+    pub readings: Vec<Reading>,
 }
 
 impl History {
@@ -72,14 +87,42 @@ impl History {
     pub fn tried(&self, c: &Config) -> bool {
         self.tried.contains(c)
     }
+
+    /// Remembers a verdict's median ratio against the parent.
+    pub fn read(&mut self, config: &Config, parent: &Config, vs_parent: f64) {
+        self.readings.push(Reading { config: config.clone(), parent: parent.clone(), vs_parent });
+    }
 }
 
-/// A configuration to measure, the knob it changes and why it was chosen.
+/// A configuration to measure, the knob it changes (and a second one for
+/// a pair), which proposer chose it and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Proposal {
     pub config: Config,
     pub knob: usize,
+    pub also: Option<usize>,
+    pub by: &'static str,
     pub reason: String,
+}
+
+impl Proposal {
+    /// The knobs' names, their values in the incumbent and in the
+    /// proposal, each joined by ` + ` for a pair.
+    pub fn change(&self, space: &Space, incumbent: &Config) -> (String, String, String) {
+        let knobs: Vec<usize> = std::iter::once(self.knob).chain(self.also).collect();
+        let join = |f: &dyn Fn(usize) -> &'static str| knobs.iter().map(|&k| f(k)).collect::<Vec<_>>().join(" + ");
+        (
+            join(&|k| space.knobs[k].name),
+            join(&|k| space.knobs[k].values[incumbent.0[k]]),
+            join(&|k| space.knobs[k].values[self.config.0[k]]),
+        )
+    }
+}
+
+/// The knob index of a ledger's knob text (the first of a pair).
+pub fn knob_index(space: &Space, text: &str) -> Result<usize, String> {
+    let name = text.split(" + ").next().unwrap_or(text);
+    space.knobs.iter().position(|k| k.name == name).ok_or(format!("the space has no knob `{name}`"))
 }
 
 /// Chooses the next configuration to measure against the incumbent.
@@ -119,10 +162,70 @@ impl Proposer for OneKnob {
                     untried.len() - 1,
                     k.summary
                 );
-                return Some(Proposal { config: step.config.clone(), knob, reason });
+                return Some(Proposal { config: step.config.clone(), knob, also: None, by: self.name(), reason });
             }
         }
         None
+    }
+}
+
+/// Two one-knob changes of the incumbent together, from different knobs,
+/// both read against this incumbent (kept or rejected), lowest product of
+/// their ratios first.
+#[derive(Default)]
+pub struct Pairs;
+
+impl Proposer for Pairs {
+    fn name(&self) -> &'static str {
+        "pairs"
+    }
+
+    fn propose(&mut self, space: &Space, incumbent: &Config, history: &History) -> Option<Proposal> {
+        let singles: Vec<(usize, &Reading)> = history
+            .readings
+            .iter()
+            .filter(|r| r.parent == *incumbent)
+            .filter_map(|r| {
+                let changed: Vec<usize> = (0..incumbent.0.len()).filter(|&k| r.config.0[k] != incumbent.0[k]).collect();
+                (changed.len() == 1).then(|| (changed[0], r))
+            })
+            .collect();
+        let mut pairs = vec![];
+        for (i, (ka, a)) in singles.iter().enumerate() {
+            for (kb, b) in &singles[i + 1..] {
+                if ka != kb {
+                    let mut config = incumbent.clone();
+                    config.0[*ka] = a.config.0[*ka];
+                    config.0[*kb] = b.config.0[*kb];
+                    pairs.push((a.vs_parent * b.vs_parent, *ka, *kb, a.vs_parent, b.vs_parent, config));
+                }
+            }
+        }
+        pairs.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let (predicted, ka, kb, ra, rb, config) = pairs.into_iter().find(|p| !history.tried(&p.5))?;
+        let (knob_a, knob_b) = (&space.knobs[ka], &space.knobs[kb]);
+        let reason = format!(
+            "every one-knob change of the incumbent has been tried; {} {} (read {ra:.3}) with {} {} (read {rb:.3}): {predicted:.3} if the two knobs do not interact",
+            knob_a.name, knob_a.values[config.0[ka]], knob_b.name, knob_b.values[config.0[kb]],
+        );
+        Some(Proposal { config, knob: ka, also: Some(kb), by: self.name(), reason })
+    }
+}
+
+/// [`OneKnob`], then [`Pairs`] once every one-knob change has been tried.
+#[derive(Default)]
+pub struct Search {
+    one: OneKnob,
+    pairs: Pairs,
+}
+
+impl Proposer for Search {
+    fn name(&self) -> &'static str {
+        "one-knob, then pairs of one-knob changes"
+    }
+
+    fn propose(&mut self, space: &Space, incumbent: &Config, history: &History) -> Option<Proposal> {
+        self.one.propose(space, incumbent, history).or_else(|| self.pairs.propose(space, incumbent, history))
     }
 }
 
@@ -238,6 +341,46 @@ mod tests {
             history.record(&prop.config, prop.knob, Decision::Rejected);
         }
         assert_eq!(OneKnob.propose(space, &start, &history), None);
+    }
+
+    #[test]
+    fn a_pruned_proposal_keeps_its_knobs_turn() {
+        let space = &mage_layernorm::space::SPACE;
+        let start = space.stage_point("mage-002").unwrap();
+        let mut history = History::default();
+        let first = OneKnob.propose(space, &start, &history).unwrap();
+        history.record(&first.config, first.knob, Decision::Pruned);
+        let second = OneKnob.propose(space, &start, &history).unwrap();
+        assert_eq!((first.knob, second.knob), (0, 0));
+        assert_ne!(first.config, second.config);
+        history.record(&second.config, second.knob, Decision::Rejected);
+        assert_eq!(OneKnob.propose(space, &start, &history).unwrap().knob, 1);
+    }
+
+    #[test]
+    fn pairs_combine_the_best_single_changes_of_different_knobs() {
+        let space = &mage_layernorm::space::SPACE;
+        let start = space.parse("warp-t256-stream-f1").unwrap();
+        let mut history = History::default();
+        let mut search = Search::default();
+        // Every one-knob change reads 1.02 but two: rows → warps2 0.96 and in flight → f2 0.95.
+        while let Some(p) = search.propose(space, &start, &history) {
+            if p.also.is_some() {
+                let (knob, from, to) = p.change(space, &start);
+                assert_eq!(p.by, "pairs");
+                assert_eq!((knob.as_str(), from.as_str(), to.as_str()), ("rows + in flight", "warp + f1", "warps2 + f2"), "{}", p.reason);
+                assert!(p.reason.ends_with("0.912 if the two knobs do not interact"), "{}", p.reason);
+                return;
+            }
+            let ratio = match (p.knob, space.id(&p.config).as_str()) {
+                (0, "warps2-t256-stream-f1") => 0.96,
+                (3, "warp-t256-stream-f2") => 0.95,
+                _ => 1.02,
+            };
+            history.record(&p.config, p.knob, Decision::Rejected);
+            history.read(&p.config, &start, ratio);
+        }
+        panic!("no pair was proposed");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub trait Measurer {
 pub enum Ended {
     /// It measured the generations asked for.
     Done { measured: u32 },
-    /// Every configuration one knob from the incumbent had been tried.
+    /// The proposer had nothing left to try from the incumbent.
     Exhausted { measured: u32, incumbent: String },
 }
 
@@ -59,7 +59,6 @@ pub fn decide(timed: &Timed) -> (Decision, String) {
 }
 
 /// The ledger entry of a measured generation.
-#[allow(clippy::too_many_arguments)]
 pub fn conclude(
     space: &Space,
     incumbent: &Config,
@@ -67,10 +66,9 @@ pub fn conclude(
     measured: Measured,
     number: u32,
     session: u32,
-    proposer: &str,
     started_utc: String,
 ) -> Generation {
-    let knob = &space.knobs[p.knob];
+    let (knob, from, to) = p.change(space, incumbent);
     let (decision, reason) = match &measured.timed {
         None if !measured.check_before.passed => {
             (Decision::Wrong, format!("the output failed the reference before timing: {}", measured.check_before.summary))
@@ -87,10 +85,10 @@ pub fn conclude(
         session,
         config: space.id(&p.config),
         parent: space.id(incumbent),
-        knob: knob.name.into(),
-        from: knob.values[incumbent.0[p.knob]].into(),
-        to: knob.values[p.config.0[p.knob]].into(),
-        proposer: proposer.into(),
+        knob,
+        from,
+        to,
+        proposer: p.by.into(),
         proposed_because: p.reason.clone(),
         check_before: measured.check_before,
         check_after,
@@ -123,17 +121,16 @@ pub fn run(
         let Some(p) = proposer.propose(space, &state.incumbent, &state.history) else {
             return Ok(Ended::Exhausted { measured, incumbent: space.id(&state.incumbent) });
         };
-        let knob = &space.knobs[p.knob];
-        let (from, to) = (knob.values[state.incumbent.0[p.knob]], knob.values[p.config.0[p.knob]]);
+        let (knob, from, to) = p.change(space, &state.incumbent);
         if let Err(reason) = space.valid(&p.config, dims) {
-            println!("pruned {} ({} {from} → {to}): {reason}", space.id(&p.config), knob.name);
+            println!("pruned {} ({knob} {from} → {to}): {reason}", space.id(&p.config));
             ledger.append(Entry::Pruned(Pruned {
                 session,
                 config: space.id(&p.config),
                 parent: space.id(&state.incumbent),
-                knob: knob.name.into(),
-                from: from.into(),
-                to: to.into(),
+                knob,
+                from,
+                to,
                 reason,
                 at_utc: now_utc(),
             }))?;
@@ -141,12 +138,15 @@ pub fn run(
             continue;
         }
         let number = state.generations + 1;
-        eprintln!("generation {number}: {} ({} {from} → {to})", space.id(&p.config), knob.name);
+        eprintln!("generation {number}: {} ({knob} {from} → {to})", space.id(&p.config));
         let started = now_utc();
         let m = measurer.measure(&state.incumbent, &p.config)?;
-        let g = conclude(space, &state.incumbent, &p, m, number, session, proposer.name(), started);
+        let g = conclude(space, &state.incumbent, &p, m, number, session, started);
         println!("generation {number}: {:?}: {}", g.decision, g.reason);
         state.history.record(&p.config, p.knob, g.decision);
+        if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
+            state.history.read(&p.config, &state.incumbent, a.vs_incumbent.median);
+        }
         if g.decision == Decision::Kept {
             state.incumbent = p.config.clone();
         }
@@ -163,7 +163,7 @@ mod tests {
     use crate::evolve::ledger::Round;
     use crate::evolve::ledger::tests::start;
     use crate::evolve::measure::arms_of;
-    use crate::evolve::propose::{OneKnob, control_drift};
+    use crate::evolve::propose::{OneKnob, Search, control_drift};
     use mage_layernorm::space::{SPACE, decode};
 
     /// A model of the GPU: kernel µs from the configuration, one
@@ -212,7 +212,7 @@ mod tests {
     fn the_loop_prunes_measures_keeps_and_writes_everything_down() {
         let mut ledger = fresh_ledger("loop");
         let mut model = Model { wrong: "warps2-t256-stream-f1".into(), drift_on: 2, calls: 0, measured: vec![] };
-        let ended = run(&SPACE, &[4096, 768], 1, &mut ledger, &mut OneKnob, &mut model, 6).unwrap();
+        let ended = run(&SPACE, &[4096, 768], 1, &mut ledger, &mut Search::default(), &mut model, 6).unwrap();
         assert_eq!(ended, Ended::Done { measured: 6 });
         let gens: Vec<&Generation> = ledger.generations().collect();
         assert_eq!(gens.len(), 6);
@@ -252,6 +252,12 @@ mod tests {
         assert!(measured > 3, "{measured}");
         // The model's optimum: held, a warp per row, 256 threads, one load in flight.
         assert_eq!(incumbent, "warp-t256-hold8-f1");
+        // Pairs of the one-knob changes read against the last incumbent come next.
+        let before = resumed.generations().count();
+        let ended = run(&SPACE, &[4096, 768], 3, &mut resumed, &mut Search::default(), &mut model, 2).unwrap();
+        assert_eq!(ended, Ended::Done { measured: 2 });
+        let pairs: Vec<&Generation> = resumed.generations().skip(before).collect();
+        assert!(pairs.iter().all(|g| g.proposer == "pairs" && g.knob.contains(" + ")), "{pairs:?}");
         let numbers: Vec<u32> = resumed.generations().map(|g| g.generation).collect();
         assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>());
         let mut seen = model.measured.clone();
