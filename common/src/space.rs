@@ -201,6 +201,23 @@ impl Space {
         rows
     }
 
+    /// The emulator audit at the space's own small shapes, as CI runs it:
+    /// every configuration must pass at every shape it fits, and fit at
+    /// least one. Returns how many (configuration, shape) pairs passed, or
+    /// an error naming every failure.
+    pub fn check_on_emulator(&self, seed: u64) -> Result<usize, String> {
+        let rows = self.audit_on_emulator(self.audit_dims, seed);
+        let mut problems: Vec<String> =
+            rows.iter().filter_map(|r| if let Outcome::Failed { error } = &r.outcome { Some(error.clone()) } else { None }).collect();
+        let passed = |id: &str| rows.iter().any(|r| r.config == id && matches!(r.outcome, Outcome::Passed { .. }));
+        problems.extend(self.configs().iter().map(|c| self.id(c)).filter(|id| !passed(id)).map(|id| format!("{id} fits no audit shape")));
+        if problems.is_empty() {
+            Ok(rows.iter().filter(|r| matches!(r.outcome, Outcome::Passed { .. })).count())
+        } else {
+            Err(format!("{} problems:\n{}", problems.len(), problems.join("\n")))
+        }
+    }
+
     /// ptxas' resource request of every kernel entry of the space (builds
     /// the op's PTX), in the order of [`Space::kernels`].
     pub fn resources(&self) -> Result<Vec<crate::tools::Resources>, String> {
@@ -304,6 +321,12 @@ mod tests {
         let ids: Vec<String> = steps.iter().map(|s| SPACE.id(&s.config)).collect();
         assert_eq!(ids, ["bm128-bn64-k16", "bm64-k16", "bm64-bn64-k32", "bm64-bn64-k8"]);
         assert_eq!(steps.iter().map(|s| s.knob).collect::<Vec<_>>(), [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn the_emulator_check_fails_where_a_configuration_is_never_run() {
+        let e = SPACE.check_on_emulator(1).unwrap_err();
+        assert!(e.starts_with("8 problems:") && e.contains("bm64-bn64-k8 fits no audit shape"), "{e}");
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct EvolveArgs {
 
 pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     let space = || mage_runtime::spaces::find(a.op.as_deref().ok_or("name the op (`matmul`, `layernorm`)")?);
+    if a.emulate && !a.audit {
+        return Err("--emulate applies to --audit; the search measures on the GPU".into());
+    }
     match (a.audit, a.report, a.list) {
         (false, false, false) => search(space()?, a),
         (true, false, false) => run_audit(space()?, a),

@@ -5,7 +5,7 @@
 //! `cargo xtask evolve --audit layernorm`).
 
 use mage_common::op::{HostBuf, emulate, emulate_plan};
-use mage_common::space::{Config, Outcome};
+use mage_common::space::Config;
 use mage_layernorm::space::{ENTRIES, SPACE, Shape, check_shape, decode, entry_name, shared_bytes};
 use mage_layernorm::{OP, mage_002, mage_006, mage_008};
 
@@ -112,19 +112,8 @@ fn configurations_with_the_same_lanes_per_row_give_the_same_bits() {
 /// lane and over four thousand.
 #[test]
 fn every_configuration_matches_the_reference_on_the_emulator() {
-    let rows = SPACE.audit_on_emulator(SPACE.audit_dims, 2026);
-    let failures: Vec<String> = rows
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            Outcome::Failed { error } => Some(error.clone()),
-            _ => None,
-        })
-        .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    for c in SPACE.configs() {
-        let id = SPACE.id(&c);
-        assert!(rows.iter().any(|r| r.config == id && matches!(r.outcome, Outcome::Passed { .. })), "{id} ran at no audit shape");
-    }
+    let passed = SPACE.check_on_emulator(2026).unwrap_or_else(|e| panic!("{e}"));
+    assert!(passed >= SPACE.configs().len());
 }
 
 /// ptxas' request for every entry of the space: no stack, no spills.

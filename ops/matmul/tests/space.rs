@@ -5,7 +5,7 @@
 //! `cargo xtask evolve --audit matmul`).
 
 use mage_common::op::{HostBuf, Stage, emulate, emulate_plan};
-use mage_common::space::{Config, Outcome};
+use mage_common::space::Config;
 use mage_matmul::space::{ENTRIES, SPACE, Tiling, check_tiling, decode, entry_name};
 use mage_matmul::{OP, mage_002, mage_003, mage_006};
 
@@ -124,20 +124,8 @@ fn every_unsplit_configuration_gives_the_same_bits() {
 /// every K step.
 #[test]
 fn every_configuration_matches_the_reference_on_the_emulator() {
-    let rows = SPACE.audit_on_emulator(SPACE.audit_dims, 2026);
-    let failures: Vec<String> = rows
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            Outcome::Failed { error } => Some(error.clone()),
-            _ => None,
-        })
-        .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    for c in SPACE.configs() {
-        let id = SPACE.id(&c);
-        let ran = rows.iter().filter(|r| r.config == id && matches!(r.outcome, Outcome::Passed { .. })).count();
-        assert!(ran >= 1, "{id} ran at no audit shape");
-    }
+    let passed = SPACE.check_on_emulator(2026).unwrap_or_else(|e| panic!("{e}"));
+    assert!(passed >= SPACE.configs().len());
 }
 
 /// ptxas' request for every entry of the space: no stack, no spills, and

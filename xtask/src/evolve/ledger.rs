@@ -110,15 +110,23 @@ pub struct Control {
     pub within_limit: bool,
 }
 
+/// What a proposal changes: the configuration, its parent, and the knob
+/// with its old and new values (two knobs, joined by ` + `, for a pair).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Generation {
-    pub generation: u32,
-    pub session: u32,
+pub struct Change {
     pub config: String,
     pub parent: String,
     pub knob: String,
     pub from: String,
     pub to: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    pub generation: u32,
+    pub session: u32,
+    #[serde(flatten)]
+    pub change: Change,
     pub proposer: String,
     pub proposed_because: String,
     pub check_before: Check,
@@ -137,11 +145,8 @@ pub struct Generation {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pruned {
     pub session: u32,
-    pub config: String,
-    pub parent: String,
-    pub knob: String,
-    pub from: String,
-    pub to: String,
+    #[serde(flatten)]
+    pub change: Change,
     pub reason: String,
     pub at_utc: String,
 }
@@ -246,11 +251,13 @@ impl Ledger {
         for e in &self.entries {
             match e {
                 Entry::Start(_) => {}
-                Entry::Pruned(p) => state.history.record(&space.parse(&p.config)?, knob_index(space, &p.knob)?, Decision::Pruned),
+                Entry::Pruned(p) => {
+                    state.history.record(&space.parse(&p.change.config)?, knob_index(space, &p.change.knob)?, Decision::Pruned)
+                }
                 Entry::Generation(g) => {
-                    let (config, parent) = (space.parse(&g.config)?, space.parse(&g.parent)?);
+                    let (config, parent) = (space.parse(&g.change.config)?, space.parse(&g.change.parent)?);
                     state.generations += 1;
-                    state.history.record(&config, knob_index(space, &g.knob)?, g.decision);
+                    state.history.record(&config, knob_index(space, &g.change.knob)?, g.decision);
                     if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
                         state.history.read(&config, &parent, a.vs_incumbent.median);
                     }
@@ -343,11 +350,7 @@ pub(crate) mod tests {
         Entry::Generation(Box::new(Generation {
             generation: n,
             session: 1,
-            config: config.into(),
-            parent: parent.into(),
-            knob: knob.into(),
-            from: "a".into(),
-            to: "b".into(),
+            change: Change { config: config.into(), parent: parent.into(), knob: knob.into(), from: "a".into(), to: "b".into() },
             proposer: "one-knob".into(),
             proposed_because: "its turn".into(),
             check_before: check.clone(),
@@ -427,11 +430,13 @@ pub(crate) mod tests {
         ledger
             .append(Entry::Pruned(Pruned {
                 session: 1,
-                config: "warp-t256-hold4-f1".into(),
-                parent: a.into(),
-                knob: "held".into(),
-                from: "hold8".into(),
-                to: "hold4".into(),
+                change: Change {
+                    config: "warp-t256-hold4-f1".into(),
+                    parent: a.into(),
+                    knob: "held".into(),
+                    from: "hold8".into(),
+                    to: "hold4".into(),
+                },
                 reason: "too narrow".into(),
                 at_utc: utc(2),
             }))

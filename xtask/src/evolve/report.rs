@@ -62,7 +62,7 @@ pub fn outcome(start: &Start, generations: &[&Generation]) -> Option<Outcome> {
     let last = generations.iter().rev().find_map(|g| g.arms.as_ref().map(|a| (g, a)));
     match last {
         Some((g, a)) if g.decision == Decision::Kept => Some(Outcome {
-            best: g.config.clone(),
+            best: g.change.config.clone(),
             best_us: a.candidate_us,
             current_us: a.current_us,
             best_vs_current: a.vs_current.median,
@@ -143,8 +143,8 @@ pub fn markdown(ledger: &Ledger, alternative: Option<&Alternative>) -> Result<St
             let us = |f: fn(&Arms) -> f64| a.map_or("–".into(), |a| format!("{:.2}", f(a)));
             vec![
                 g.generation.to_string(),
-                format!("{}: {} → {}", g.knob, g.from, g.to),
-                format!("`{}`", g.config),
+                format!("{}: {} → {}", g.change.knob, g.change.from, g.change.to),
+                format!("`{}`", g.change.config),
                 us(|a| a.candidate_us),
                 us(|a| a.incumbent_us),
                 us(|a| a.current_us),
@@ -166,7 +166,7 @@ pub fn markdown(ledger: &Ledger, alternative: Option<&Alternative>) -> Result<St
         .iter()
         .filter_map(|e| {
             if let Entry::Pruned(p) = e {
-                Some(format!("- `{}` ({}: {} → {}): {}", p.config, p.knob, p.from, p.to, p.reason))
+                Some(format!("- `{}` ({}: {} → {}): {}", p.change.config, p.change.knob, p.change.from, p.change.to, p.reason))
             } else {
                 None
             }
@@ -212,8 +212,11 @@ pub fn summary(ledgers: &[(&Ledger, Option<Alternative>)]) -> String {
             let gens: Vec<&Generation> = l.generations().collect();
             let count = |d: Decision| gens.iter().filter(|g| g.decision == d).count();
             let o = outcome(start, &gens);
-            let kept: Vec<String> =
-                gens.iter().filter(|g| g.decision == Decision::Kept).map(|g| format!("{} {}→{}", g.knob, g.from, g.to)).collect();
+            let kept: Vec<String> = gens
+                .iter()
+                .filter(|g| g.decision == Decision::Kept)
+                .map(|g| format!("{} {}→{}", g.change.knob, g.change.from, g.change.to))
+                .collect();
             Some(vec![
                 format!("{} {}", start.op, mage_common::op::Op::dims_label(&start.dims)),
                 start.from.clone(),
@@ -256,7 +259,7 @@ pub fn progress_table(ledger: &Ledger) -> String {
             let a = g.arms.as_ref();
             vec![
                 g.generation.to_string(),
-                format!("{} {}→{}", g.knob, g.from, g.to),
+                format!("{} {}→{}", g.change.knob, g.change.from, g.change.to),
                 a.map_or("-".into(), |a| format!("{:.2}", a.candidate_us)),
                 a.map_or("-".into(), |a| format!("{:.2}", a.incumbent_us)),
                 a.map_or("-".into(), |a| format!("{:.2}", a.current_us)),

@@ -3,7 +3,7 @@
 //! append every step to the ledger. The GPU measurer lives in `measure`;
 //! tests drive the loop with a model.
 
-use super::ledger::{Arms, Check, Control, Entry, Generation, Ledger, Pruned, now_utc};
+use super::ledger::{Arms, Change, Check, Control, Entry, Generation, Ledger, Pruned, now_utc};
 use super::propose::{CONTROL_LIMIT, Decision, Proposal, Proposer, judge};
 use mage_common::space::{Config, Space};
 
@@ -58,6 +58,12 @@ pub fn decide(timed: &Timed) -> (Decision, String) {
     }
 }
 
+/// What a proposal changes in the incumbent, for the ledger.
+fn change(space: &Space, incumbent: &Config, p: &Proposal) -> Change {
+    let (knob, from, to) = p.change(space, incumbent);
+    Change { config: space.id(&p.config), parent: space.id(incumbent), knob, from, to }
+}
+
 /// The ledger entry of a measured generation.
 pub fn conclude(
     space: &Space,
@@ -68,7 +74,7 @@ pub fn conclude(
     session: u32,
     started_utc: String,
 ) -> Generation {
-    let (knob, from, to) = p.change(space, incumbent);
+    let change = change(space, incumbent, p);
     let (decision, reason) = match &measured.timed {
         None if !measured.check_before.passed => {
             (Decision::Wrong, format!("the output failed the reference before timing: {}", measured.check_before.summary))
@@ -83,11 +89,7 @@ pub fn conclude(
     Generation {
         generation: number,
         session,
-        config: space.id(&p.config),
-        parent: space.id(incumbent),
-        knob,
-        from,
-        to,
+        change,
         proposer: p.by.into(),
         proposed_because: p.reason.clone(),
         check_before: measured.check_before,
@@ -124,16 +126,8 @@ pub fn run(
         let (knob, from, to) = p.change(space, &state.incumbent);
         if let Err(reason) = space.valid(&p.config, dims) {
             println!("pruned {} ({knob} {from} → {to}): {reason}", space.id(&p.config));
-            ledger.append(Entry::Pruned(Pruned {
-                session,
-                config: space.id(&p.config),
-                parent: space.id(&state.incumbent),
-                knob,
-                from,
-                to,
-                reason,
-                at_utc: now_utc(),
-            }))?;
+            let change = change(space, &state.incumbent, &p);
+            ledger.append(Entry::Pruned(Pruned { session, change, reason, at_utc: now_utc() }))?;
             state.history.record(&p.config, p.knob, Decision::Pruned);
             continue;
         }
@@ -218,23 +212,23 @@ mod tests {
         assert_eq!(gens.len(), 6);
         assert_eq!(gens.iter().map(|g| g.generation).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
         // Generation 1 changes the rows knob first, to the next value: two warps a row, the wrong one.
-        assert_eq!((gens[0].config.as_str(), gens[0].decision), ("warps2-t256-stream-f1", Decision::Wrong));
+        assert_eq!((gens[0].change.config.as_str(), gens[0].decision), ("warps2-t256-stream-f1", Decision::Wrong));
         assert!(gens[0].reason.contains("before timing: 5 of 10 elements outside"), "{}", gens[0].reason);
         // Generation 2 (threads 256 → 512) is void: its control moved 5%.
         assert_eq!(gens[1].decision, Decision::Void);
         // Holding the row pays 3 µs: hold1, hold2 and hold4 do not fit 768 over 32 lanes (pruned
         // without using up the knob's turn), hold8 does.
         let pruned: Vec<&Pruned> = ledger.entries.iter().filter_map(|e| if let Entry::Pruned(p) = e { Some(p) } else { None }).collect();
-        assert!(pruned.iter().any(|p| p.config == "warp-t256-hold1-f1" && p.reason.contains("these lanes hold 1")), "{pruned:?}");
-        assert_eq!((gens[2].config.as_str(), gens[2].decision), ("warp-t256-hold8-f1", Decision::Kept));
+        assert!(pruned.iter().any(|p| p.change.config == "warp-t256-hold1-f1" && p.reason.contains("these lanes hold 1")), "{pruned:?}");
+        assert_eq!((gens[2].change.config.as_str(), gens[2].decision), ("warp-t256-hold8-f1", Decision::Kept));
         assert_eq!(gens[2].incumbent, "warp-t256-hold8-f1");
         assert_eq!(gens.iter().filter(|g| g.decision == Decision::Kept).count(), 1);
         // Later generations start from the new incumbent.
-        let after = gens.iter().position(|g| g.config == "warp-t256-hold8-f1").unwrap();
-        assert!(gens[after + 1..].iter().all(|g| g.parent == "warp-t256-hold8-f1"));
+        let after = gens.iter().position(|g| g.change.config == "warp-t256-hold8-f1").unwrap();
+        assert!(gens[after + 1..].iter().all(|g| g.change.parent == "warp-t256-hold8-f1"));
         // Nothing pruned is ever measured, nothing is measured twice except a void.
         for p in &pruned {
-            assert!(!model.measured.contains(&p.config));
+            assert!(!model.measured.contains(&p.change.config));
         }
         let state = ledger.state(&SPACE).unwrap();
         assert_eq!(SPACE.id(&state.incumbent), "warp-t256-hold8-f1");
@@ -257,7 +251,7 @@ mod tests {
         let ended = run(&SPACE, &[4096, 768], 3, &mut resumed, &mut Search::default(), &mut model, 2).unwrap();
         assert_eq!(ended, Ended::Done { measured: 2 });
         let pairs: Vec<&Generation> = resumed.generations().skip(before).collect();
-        assert!(pairs.iter().all(|g| g.proposer == "pairs" && g.knob.contains(" + ")), "{pairs:?}");
+        assert!(pairs.iter().all(|g| g.proposer == "pairs" && g.change.knob.contains(" + ")), "{pairs:?}");
         let numbers: Vec<u32> = resumed.generations().map(|g| g.generation).collect();
         assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>());
         let mut seen = model.measured.clone();
