@@ -61,6 +61,7 @@ pub mod try_ln_held4;
 pub mod try_ln_pair;
 pub mod try_ln_pipe;
 pub mod try_ln_stream;
+pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;

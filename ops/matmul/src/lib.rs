@@ -41,6 +41,7 @@ pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
+pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
