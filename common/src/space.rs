@@ -277,6 +277,7 @@ mod tests {
         tolerance: |_, _| crate::numeric::Tolerance::new(0.0, 0.0),
         cost: |_| (0, 0),
         stages: &[&STAGE],
+        outside_contract: &[],
         current: Dispatcher { summary: "", reads: &[], choose: |_, _| &STAGE },
     };
     static SPACE: Space = Space {

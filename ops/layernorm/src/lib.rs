@@ -57,11 +57,11 @@ pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
+pub mod space;
 pub mod try_ln_held4;
 pub mod try_ln_pair;
 pub mod try_ln_pipe;
 pub mod try_ln_stream;
-pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
