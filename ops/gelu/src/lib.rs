@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
+//! | [`try_gelu_rows`] | candidate: a two-dimensional grid, each thread one column quad of two rows: one bias load, no remainder |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //!
 //! # Why not `tanh.approx`
@@ -27,6 +28,7 @@
 
 pub mod mage_001;
 pub mod mage_002;
+pub mod try_gelu_rows;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -52,6 +54,25 @@ pub fn gelu_sigmoid_with(z: f32, ex2: impl Fn(f32) -> f32, rsqrt: impl Fn(f32) -
     let s = z * fma(SIGMOID_B1, z * z, SIGMOID_B0);
     let r = rsqrt(1.0 + ex2(s));
     z * (r * r)
+}
+
+/// Writes `gelu(x + bias)` for quads `q[i]` (`i < U`, all inside the
+/// output) that share one bias quad, the four floats from column `col`
+/// (the same columns of `U` rows). The `U` loads of x and the one of bias
+/// are issued before any math: the stores are unconditional, so the
+/// compiler cannot sink a load into a store's branch.
+///
+/// # Safety
+/// Quad `q[i]` of `x` and `y` and the four floats of `bias` from `col` lie
+/// in their buffers, all 16-byte aligned.
+#[inline(always)]
+pub unsafe fn gelu_column<const U: usize>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: u32) {
+    let xs = q.map(|q| unsafe { ld_nc4(x, 4 * q) });
+    let b = unsafe { ld_nc4(bias, col) };
+    for i in 0..U {
+        let z = xs[i].zip(b, |x, b| x + b);
+        unsafe { st4(y, 4 * q[i], z.map(|z| gelu_sigmoid_with(z, ex2_approx, rsqrt_approx))) };
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -87,8 +108,13 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
     }
 
-    /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    /// The registry: every stage, oldest first, then the candidates.
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &try_gelu_rows::STAGE];
+
+    /// Widths whose quads never straddle two rows.
+    pub fn supports_quads(d: &[u32]) -> bool {
+        d[1].is_multiple_of(4)
+    }
 
     pub static OP: Op = Op {
         name: "gelu",

@@ -14,6 +14,8 @@
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
 //! | [`mage_009`] | two warps per row, four rows per block, two to four held quads per lane, merged without a division |
 //! | [`mage_010`] | a block per row (128 to 512 threads), four quads per thread loaded before any is used, merged without a division |
+//! | [`try_ln_duo`] | candidate: mage-009's row of two warps in a block of its own, no barrier shared between rows |
+//! | [`try_ln_held8`] | candidate: eight held quads per thread, half mage-010's threads per row, more rows resident per SM |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
@@ -57,6 +59,8 @@ pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
+pub mod try_ln_duo;
+pub mod try_ln_held8;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -264,7 +268,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first, then the candidates.
-    pub static STAGES: [&Stage; 8] = [
+    pub static STAGES: [&Stage; 10] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -273,6 +277,8 @@ mod host {
         &mage_008::STAGE,
         &mage_009::STAGE,
         &mage_010::STAGE,
+        &try_ln_duo::STAGE,
+        &try_ln_held8::STAGE,
     ];
 
     /// One kernel entry of a stage: blocks of `rows` groups of `threads`
