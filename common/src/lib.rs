@@ -17,6 +17,8 @@
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, core_intrinsics, abi_ptx))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+#[cfg(any(feature = "probes", not(target_arch = "nvptx64")))]
+pub mod control;
 pub mod device;
 pub mod kernel;
 #[cfg(any(feature = "probes", not(target_arch = "nvptx64")))]
@@ -33,6 +35,8 @@ pub mod fixtures;
 pub mod numeric;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod op;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod space;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tools;
 

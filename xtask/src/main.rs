@@ -6,6 +6,7 @@
 
 mod compare;
 mod doctor;
+mod evolve;
 
 mod lock;
 mod memory;
@@ -180,6 +181,10 @@ enum Cmd {
         #[arg(long, default_value = "results/nsight")]
         out: PathBuf,
     },
+    /// Search an op's parameter space on the GPU, one knob a generation,
+    /// keeping a candidate only on a paired kernel-time verdict; or audit
+    /// the space (`--audit`), render ledgers (`--report`), list it (`--list`).
+    Evolve(evolve::EvolveArgs),
     /// Every stage under compute-sanitizer (memcheck, racecheck, synccheck,
     /// initcheck) on a small and the default shape; fails on any report.
     Sanitize {
@@ -230,6 +235,7 @@ fn main() -> ExitCode {
             profile::nsight(&op, &stage, dims.as_deref(), generator.as_deref(), systems, &out)
         }
         Cmd::Sanitize { op, stage } => profile::sanitize(&op, stage.as_deref()),
+        Cmd::Evolve(args) => evolve::evolve(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

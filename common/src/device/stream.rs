@@ -3,6 +3,11 @@
 //!
 //! The hints change where lines are kept, never what a load returns, so on
 //! the host each function is its plain counterpart.
+//!
+//! No stage uses the hints or `cp.async.cg` now: the LayerNorm and GELU
+//! variants built on them measured no gain (`docs/attempts.md`). LayerNorm's
+//! held-row body still takes its access as an [`Access`] parameter
+//! ([`Cached`]), so a later variant can try them again without a copy of it.
 
 use super::F32x4;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -9,9 +9,7 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
-//! | [`try_gelu_pair`] | candidate: two quads per thread, both loads issued before any math |
-//! | [`try_gelu_stride`] | candidate: one resident wave of blocks striding over the quads, two in flight per thread, one modulo per thread |
-//! | [`try_gelu_stream`] | candidate: `try-gelu-stride` with streaming cache hints on x and y |
+//! | [`try_gelu_rows`] | candidate: a two-dimensional grid, each thread one column quad of two rows: one bias load, no remainder |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //!
 //! # Why not `tanh.approx`
@@ -30,9 +28,7 @@
 
 pub mod mage_001;
 pub mod mage_002;
-pub mod try_gelu_pair;
-pub mod try_gelu_stream;
-pub mod try_gelu_stride;
+pub mod try_gelu_rows;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -60,53 +56,22 @@ pub fn gelu_sigmoid_with(z: f32, ex2: impl Fn(f32) -> f32, rsqrt: impl Fn(f32) -
     z * (r * r)
 }
 
-/// Threads per block of the quad kernels after mage-002.
-pub const THREADS: u32 = 256;
-
 /// Writes `gelu(x + bias)` for quads `q[i]` (`i < U`, all inside the
-/// output) whose first elements sit in columns `col[i]`. Every load of x
-/// and bias is issued before any math: the stores are unconditional, so
-/// the compiler cannot sink a load into a store's branch.
+/// output) that share one bias quad, the four floats from column `col`
+/// (the same columns of `U` rows). The `U` loads of x and the one of bias
+/// are issued before any math: the stores are unconditional, so the
+/// compiler cannot sink a load into a store's branch.
 ///
 /// # Safety
-/// Quad `q[i]` of `x` and `y` and the four floats of `bias` from `col[i]`
-/// lie in their buffers, all 16-byte aligned.
+/// Quad `q[i]` of `x` and `y` and the four floats of `bias` from `col` lie
+/// in their buffers, all 16-byte aligned.
 #[inline(always)]
-pub unsafe fn gelu_quads<const U: usize, A: Access>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: [u32; U]) {
-    let xs = q.map(|q| unsafe { A::load4(x, 4 * q) });
-    let bs = col.map(|c| unsafe { ld_nc4(bias, c) });
+pub unsafe fn gelu_column<const U: usize>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: u32) {
+    let xs = q.map(|q| unsafe { ld_nc4(x, 4 * q) });
+    let b = unsafe { ld_nc4(bias, col) };
     for i in 0..U {
-        let z = xs[i].zip(bs[i], |x, b| x + b);
-        unsafe { A::store4(y, 4 * q[i], z.map(|z| gelu_sigmoid_with(z, ex2_approx, rsqrt_approx))) };
-    }
-}
-
-/// The body of the persistent kernels: thread `g` of the grid's `G` takes
-/// quads `g`, `g + G`, `g + 2G`, ..., two per step. A quad's column moves by
-/// the same `4G mod width` each step, so one modulo per thread at the start
-/// replaces mage-002's one per quad.
-///
-/// # Safety
-/// `x` and `y` hold `rows × width` floats and `bias` `width`, all 16-byte
-/// aligned; `width` is a multiple of 4; blocks have [`THREADS`] threads.
-#[inline(always)]
-pub unsafe fn gelu_stride<A: Access>(x: *const f32, bias: *const f32, y: *mut f32, rows: u32, width: u32) {
-    let quads = rows * width / 4;
-    let threads = grid_dim_x() * THREADS;
-    let mut q = block_idx_x() * THREADS + thread_idx_x();
-    // SAFETY: the plan's dims are at least 1 (drops the division-by-zero checks).
-    unsafe { core::hint::assert_unchecked(width > 0) };
-    let step = 4 * threads % width;
-    let advance = |c: u32| if c + step >= width { c + step - width } else { c + step };
-    let mut col = 4 * q % width;
-    while q + threads < quads {
-        let next = advance(col);
-        unsafe { gelu_quads::<2, A>(x, bias, y, [q, q + threads], [col, next]) };
-        q += 2 * threads;
-        col = advance(next);
-    }
-    if q < quads {
-        unsafe { gelu_quads::<1, A>(x, bias, y, [q], [col]) };
+        let z = xs[i].zip(b, |x, b| x + b);
+        unsafe { st4(y, 4 * q[i], z.map(|z| gelu_sigmoid_with(z, ex2_approx, rsqrt_approx))) };
     }
 }
 
@@ -116,12 +81,10 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use mage_common::Kernel;
     use mage_common::fixtures::normal_input;
-    use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
 
     /// The kernel arguments every GELU kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
@@ -145,28 +108,8 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
     }
 
-    /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] =
-        [&mage_001::STAGE, &mage_002::STAGE, &try_gelu_pair::STAGE, &try_gelu_stride::STAGE, &try_gelu_stream::STAGE];
-
-    /// The H200's SMs and the 256-thread blocks one holds at once (the quad
-    /// kernels need far fewer than 32 registers): the persistent plans
-    /// launch one such wave. On another GPU only their speed changes.
-    pub const SMS: u32 = 132;
-    pub const RESIDENT_BLOCKS: u32 = 8;
-
-    /// A launch of [`gelu_stride`] with at most `max_blocks` blocks.
-    pub fn stride_plan_within(kernel: &'static Kernel, d: &[u32], max_blocks: u32) -> Plan {
-        let quads = d[0] * d[1] / 4;
-        Launch {
-            kernel,
-            grid: Dim3::x(quads.div_ceil(THREADS).min(max_blocks)),
-            block: Dim3::x(THREADS),
-            shared_bytes: 0,
-            args: args(d[0], d[1]),
-        }
-        .into()
-    }
+    /// The registry: every stage, oldest first, then the candidates.
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &try_gelu_rows::STAGE];
 
     /// Widths whose quads never straddle two rows.
     pub fn supports_quads(d: &[u32]) -> bool {

@@ -41,8 +41,18 @@
 //! of about 50. The GPU and the emulator differ only through `ex2.approx`:
 //! at most 0.5·|z|·0.5·2^-22 ≈ 6e-8·|z|.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 9.58 µs at 4096x768,
-//! 253.9 µs at 16384x4096.
+//! Measured on the H200 (GPU kernel time per call from CUPTI, and the event
+//! span around one call, hot L2) at every sweep shape it supports:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-gelu.json stage=mage-001 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 9.56 | 14.21 |
+//! | 8192x768 | 25.36 | 29.73 |
+//! | 4096x3072 | 49.89 | 50.85 |
+//! | 16384x4096 | 258.91 | 243.71 |
+//! | 1000x1001 | 3.85 | 9.47 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

@@ -50,9 +50,18 @@
 //! and the emulator differ only through `ex2.approx` and `rsqrt.approx`:
 //! at most about 5e-7·|y|.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 4.62 µs at 4096x768
-//! (mage-001 9.58), 127.3 µs at 16384x4096 (mage-001 253.9): a quarter of
-//! the threads and instructions per byte, now at 4.2 TB/s of the copy's 4.3.
+//! Measured: about half of mage-001's time at every shape, with a quarter
+//! of the threads and instructions per byte; at 16384x4096 it runs near the
+//! device copy rate. GPU kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-gelu.json stage=mage-002 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 4.62 | 11.04 |
+//! | 8192x768 | 12.37 | 18.27 |
+//! | 4096x3072 | 25.58 | 29.60 |
+//! | 16384x4096 | 128.27 | 131.84 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

@@ -9,13 +9,12 @@ fn ptxas_resource_requests() {
     insta::assert_yaml_snapshot!(requests);
 }
 
-/// The persistent plans launch `RESIDENT_BLOCKS` 256-thread blocks per SM,
-/// which needs at most 32 registers a thread; try-gelu-pair's doc counts
-/// on the same occupancy.
+/// The candidates' docs count on eight 256-thread blocks per SM, as
+/// mage-002 runs: at most 32 registers a thread.
 #[test]
-fn quad_kernels_keep_to_32_registers() {
+fn candidates_keep_to_32_registers() {
     let requests = mage_common::tools::resource_requests(&mage_gelu::OP).unwrap_or_else(|e| panic!("{e}"));
-    let budget = 65536 / (mage_gelu::RESIDENT_BLOCKS * mage_gelu::THREADS);
+    let budget = 65536 / (8 * 256);
     for r in requests.iter().filter(|r| r.stage.starts_with("try-")) {
         assert!(r.resources.registers <= budget, "{}: {} registers, more than {budget}", r.resources.entry, r.resources.registers);
     }

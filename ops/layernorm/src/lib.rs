@@ -12,10 +12,10 @@
 //! | [`mage_006`] | one 128-thread block per row, the row held in registers, one read, one barrier, `rsqrt.approx` |
 //! | [`mage_007`] | one warp per row, the row held in registers: one read, no shared memory, no barrier |
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
-//! | [`try_ln_held4`] | candidate: a block per row, four quads per thread loaded before any is used, the warps merged without a division |
-//! | [`try_ln_stream`] | candidate: `try-ln-held4` with streaming cache hints on x and y |
-//! | [`try_ln_pair`] | candidate: two warps per row, four rows per block, three or four held quads per lane |
-//! | [`try_ln_pipe`] | candidate: persistent row groups streaming rows through a `cp.async` ring in shared memory |
+//! | [`mage_009`] | two warps per row, four rows per block, two to four held quads per lane, merged without a division |
+//! | [`mage_010`] | a block per row (128 to 512 threads), four quads per thread loaded before any is used, merged without a division |
+//! | [`try_ln_duo`] | candidate: mage-009's row of two warps in a block of its own, no barrier shared between rows |
+//! | [`try_ln_held8`] | candidate: eight held quads per thread, half mage-010's threads per row, more rows resident per SM |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
@@ -57,10 +57,11 @@ pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
-pub mod try_ln_held4;
-pub mod try_ln_pair;
-pub mod try_ln_pipe;
-pub mod try_ln_stream;
+pub mod mage_009;
+pub mod mage_010;
+pub mod try_ln_duo;
+pub mod try_ln_held8;
+pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -226,108 +227,6 @@ pub unsafe fn held_rows<const T: u32, const Q: usize, const R: u32, A: Access, c
     }
 }
 
-/// Rows a row group of a pipe kernel keeps in its shared-memory ring: the
-/// one being normalised and three in flight.
-pub const PIPE_STAGES: u32 = 4;
-
-/// Shared bytes of a pipe block's statistics: for groups wider than a warp,
-/// two sets (alternate rows) of one 16-byte slot per warp.
-pub const fn pipe_stats_bytes(threads: u32, rows: u32) -> u32 {
-    if threads > 32 { rows * 2 * (threads / 32) * 16 } else { 0 }
-}
-
-/// Shared bytes of one row group's ring.
-pub const fn pipe_ring_bytes(threads: u32, quads: u32) -> u32 {
-    PIPE_STAGES * threads * quads * 16
-}
-
-/// The body of persistent kernels whose row groups (`R` per block, `T`
-/// threads each: a warp, or the whole block) walk the rows `g`, `g + G`,
-/// `g + 2G`, ... (`G` groups in the grid), streaming each row into a
-/// [`PIPE_STAGES`]-row ring in shared memory with `cp.async.cg` three rows
-/// before it is normalised. Thread `t` copies quads `t + T·i` and later
-/// reads those same quads, so the copies need only its own
-/// `cp.async.wait_group`, no barrier. A warp-wide group reduces with
-/// butterflies alone; a block-wide one meets in shared memory behind one
-/// barrier a row (statistics slots alternate between rows, so the next
-/// row's writes cannot race this row's reads). The row's first element,
-/// the shift, is loaded one row ahead into a register.
-///
-/// # Safety
-/// As [`held_rows`], with the shared memory of [`pipe_stats_bytes`] plus
-/// `R` times [`pipe_ring_bytes`].
-#[inline(always)]
-pub unsafe fn pipe_rows<const T: u32, const Q: usize, const R: u32, A: Access>(
-    x: *const f32,
-    gamma: *const f32,
-    beta: *const f32,
-    y: *mut f32,
-    rows: u32,
-    width: u32,
-) {
-    const { assert!(T == 32 || R == 1, "a group wider than a warp synchronises its whole block") };
-    let tid = thread_idx_x();
-    let (group, t, warps) = (tid / T, tid % T, T / 32);
-    let stride = grid_dim_x() * R;
-    let first = block_idx_x() * R + group;
-    let (quads, inv_width) = (width / 4, 1.0 / width as f32);
-    let w = t / 32;
-    let n_w = warp_count::<T, Q>(w, quads);
-    let ring = pipe_stats_bytes(T, R) + group * pipe_ring_bytes(T, Q as u32);
-    let slot = |stage: u32, i: u32| ring + ((stage * Q as u32 + i) * T + t) * 16;
-    let issue = |row: u32, stage: u32| {
-        for i in 0..Q as u32 {
-            let q = t + T * i;
-            if q < quads {
-                unsafe { cp_async_cg_16(slot(stage, i), x, row * width + 4 * q) };
-            }
-        }
-    };
-    for k in 0..PIPE_STAGES - 1 {
-        let row = first + k * stride;
-        if row < rows {
-            issue(row, k);
-        }
-        cp_async_commit();
-    }
-    let mut next_shift = if first < rows { unsafe { ld_nc(x, first * width) } } else { 0.0 };
-    let (mut row, mut k) = (first, 0);
-    while row < rows {
-        let shift = next_shift;
-        if row + stride < rows {
-            next_shift = unsafe { ld_nc(x, (row + stride) * width) };
-        }
-        let ahead = row + (PIPE_STAGES - 1) * stride;
-        if ahead < rows {
-            issue(ahead, (k + PIPE_STAGES - 1) % PIPE_STAGES);
-        }
-        cp_async_commit();
-        // One group per row, committed in row order: this row's is done.
-        cp_async_wait_group::<{ PIPE_STAGES - 1 }>();
-        let stage = k % PIPE_STAGES;
-        let mut held = [F32x4::ZERO; Q];
-        let mut valid = [false; Q];
-        for i in 0..Q {
-            valid[i] = t + T * (i as u32) < quads;
-            if valid[i] {
-                held[i] = smem_ld4(slot(stage, i as u32)).map(|a| a - shift);
-            }
-        }
-        let part = warp_part(&held, &valid, n_w);
-        let stats = if T == 32 {
-            (part.mean, rsqrt_approx(part.m2 * inv_width + EPS))
-        } else {
-            let slots = (k % 2) * warps * 16;
-            publish(slots + 16 * w, part);
-            sync_threads();
-            merge_parts(slots, warps, inv_width)
-        };
-        unsafe { write_row::<T, Q, true, A>(gamma, beta, y, row * width, t, &held, &valid, stats) };
-        row += stride;
-        k += 1;
-    }
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
@@ -377,10 +276,10 @@ mod host {
         &mage_006::STAGE,
         &mage_007::STAGE,
         &mage_008::STAGE,
-        &try_ln_held4::STAGE,
-        &try_ln_stream::STAGE,
-        &try_ln_pair::STAGE,
-        &try_ln_pipe::STAGE,
+        &mage_009::STAGE,
+        &mage_010::STAGE,
+        &try_ln_duo::STAGE,
+        &try_ln_held8::STAGE,
     ];
 
     /// One kernel entry of a stage: blocks of `rows` groups of `threads`
@@ -391,8 +290,7 @@ mod host {
         pub quads: u32,
         pub rows: u32,
         /// The most registers a thread may take: what the stage's occupancy
-        /// figures (and a persistent plan's grid) count on;
-        /// `tests/resources.rs` holds ptxas to it.
+        /// figures count on; `tests/resources.rs` holds ptxas to it.
         pub registers: u32,
         pub kernel: &'static Kernel,
     }
@@ -428,53 +326,6 @@ mod host {
             args: args(d[0], d[1]),
         }
         .into()
-    }
-
-    /// The H200's SMs. Persistent plans size their grids by it; on another
-    /// GPU only their speed changes.
-    pub const SMS: u32 = 132;
-    /// Shared memory per SM on the H200, and what each block reserves of it.
-    const SHARED_PER_SM: u32 = 228 * 1024;
-    const SHARED_RESERVED_PER_BLOCK: u32 = 1024;
-    const WARPS_PER_SM: u32 = 64;
-    const REGISTERS_PER_SM: u32 = 65536;
-
-    /// Blocks of `threads` threads taking `registers` registers each and
-    /// `shared_bytes` of shared memory that one H200 SM holds at once.
-    pub fn resident_blocks(threads: u32, registers: u32, shared_bytes: u32) -> u32 {
-        let warps = threads.div_ceil(32);
-        // Registers are allocated per warp, 256 at a time.
-        let per_warp = (registers * 32).div_ceil(256) * 256;
-        let by_registers = (REGISTERS_PER_SM / per_warp).min(WARPS_PER_SM) / warps;
-        let by_shared = SHARED_PER_SM / (shared_bytes + SHARED_RESERVED_PER_BLOCK);
-        by_registers.min(by_shared).min(32)
-    }
-
-    fn pipe_shared(e: &Entry) -> u32 {
-        pipe_stats_bytes(e.threads, e.rows) + e.rows * pipe_ring_bytes(e.threads, e.quads)
-    }
-
-    /// A launch of [`pipe_rows`] with at most `max_blocks` blocks: as few
-    /// row groups as leave every group the same number of rows, give or
-    /// take one.
-    pub fn pipe_plan_within(entries: &[Entry], d: &[u32], max_blocks: u32) -> Plan {
-        let e = entry_for(entries, d[1]);
-        let per_group = d[0].div_ceil(max_blocks * e.rows);
-        let groups = d[0].div_ceil(per_group);
-        Launch {
-            kernel: e.kernel,
-            grid: Dim3::x(groups.div_ceil(e.rows)),
-            block: Dim3::x(e.block()),
-            shared_bytes: pipe_shared(e),
-            args: args(d[0], d[1]),
-        }
-        .into()
-    }
-
-    /// [`pipe_plan_within`] one wave of resident blocks on the H200.
-    pub fn pipe_plan(entries: &[Entry], d: &[u32]) -> Plan {
-        let e = entry_for(entries, d[1]);
-        pipe_plan_within(entries, d, SMS * resident_blocks(e.block(), e.registers, pipe_shared(e)))
     }
 
     pub static OP: Op = Op {

@@ -7,9 +7,19 @@
 //! three writes. The starting point: every partial answer waits at every
 //! barrier, and the row is read three times.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 18.29 µs at 4096x768;
-//! on wide rows it is the fastest stage (4096x4096: 51.96 µs, 16384x4096:
-//! 176.5 µs), its strided scalar loop keeping many loads in flight.
+//! Measured: slow on narrow rows, and among the history stages the fastest
+//! on rows of 4096, its strided scalar loop keeping many loads in flight.
+//! GPU kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-001 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 18.32 | 24.06 |
+//! | 8192x768 | 38.51 | 44.32 |
+//! | 1024x2048 | 7.93 | 14.50 |
+//! | 4096x4096 | 52.00 | 58.38 |
+//! | 16384x4096 | 176.78 | 181.63 |
+//! <!-- /mage:table -->
 
 use crate::EPS;
 use mage_common::device::*;

@@ -6,8 +6,19 @@
 //! three passes over the row (mean, centred sums, output). Widths must be a
 //! multiple of 4.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 6.93 µs at 4096x768
-//! (mage-001 18.29 µs), 11.96 µs at 8192x768.
+//! Measured: under half of mage-001's time on rows up to 1024, and the
+//! fastest stage at 8192x768. GPU kernel time per call (CUPTI) and event
+//! span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-002 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 6.93 | 13.50 |
+//! | 8192x768 | 11.94 | 18.26 |
+//! | 1024x2048 | 7.50 | 13.95 |
+//! | 4096x4096 | 73.31 | 79.66 |
+//! | 16384x4096 | 263.83 | 268.91 |
+//! <!-- /mage:table -->
 
 use crate::EPS;
 use mage_common::device::*;

@@ -14,9 +14,19 @@
 //! 256, up to 4096), and a test shows the property tests find the defect
 //! when that guard is removed.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 7.28 µs at 4096x768
-//! (mage-002 6.93 µs: the Chan merge per quad costs a division each),
-//! 6.88 µs at 1024x2048.
+//! Measured: slower than mage-002 at 4096x768 (the Chan merge per quad
+//! costs a division each), faster at 1024x2048. GPU kernel time per call
+//! (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-003 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 7.35 | 14.19 |
+//! | 8192x768 | 16.29 | 22.85 |
+//! | 1024x2048 | 6.90 | 13.28 |
+//! | 4096x4096 | 54.79 | 61.31 |
+//! | 16384x4096 | 203.18 | 208.16 |
+//! <!-- /mage:table -->
 
 use crate::EPS;
 use mage_common::device::*;

@@ -9,12 +9,19 @@
 //! the same registers. `rsqrt.approx` replaces `1 / sqrt`. Lean thread state
 //! and a single pass are what buy occupancy and bandwidth here.
 //!
-//! Measured on the H200 (CUPTI kernel time, 4096x768, A-B-B-A twice in one
-//! session): 6.88 µs. A first version merged Chan-style
+//! A first version merged Chan-style
 //! [`Moments`](mage_common::stats::Moments) through the shuffle tree (a
 //! division at each of the five steps and at each of the four warp merges)
-//! and measured 9.22 µs: at this size the kernel is bound by instructions
-//! per row as much as by bytes.
+//! and measured slower (`docs/attempts.md`): at this size the kernel is
+//! bound by instructions per row as much as by bytes. GPU kernel time per
+//! call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-006 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 6.88 | 13.34 |
+//! | 8192x768 | 15.07 | 21.44 |
+//! <!-- /mage:table -->
 
 use crate::EPS;
 use mage_common::device::*;

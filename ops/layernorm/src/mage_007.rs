@@ -11,10 +11,17 @@
 //! and the array goes to local memory), and the plan picks the smallest
 //! that covers the width.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 5.61 µs at 4096x768
-//! (mage-006 6.85, mage-002 6.93). At 8192x768 it loses to mage-002 (13.75
-//! against 11.96 µs): 56 registers per thread allow half the resident warps,
-//! which matters once the grid is more than one wave.
+//! Measured: faster than mage-006 and mage-002 at 4096x768; at 8192x768 it
+//! loses to mage-002: 56 registers per thread allow half the resident warps,
+//! which matters once the grid is more than one wave. GPU kernel time per
+//! call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-007 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 5.69 | 12.19 |
+//! | 8192x768 | 13.87 | 20.56 |
+//! <!-- /mage:table -->
 
 use crate::EPS;
 use mage_common::device::*;

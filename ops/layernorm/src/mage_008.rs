@@ -7,10 +7,19 @@
 //! thread still holding two quads, so the row is read once and reduced with
 //! two butterflies and one barrier whatever its width.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 5.45 µs at 1024x2048
-//! (mage-003 6.88). On 4096-wide rows it does not pay: 53.26 µs at
-//! 4096x4096 against mage-001's 51.96, 200.2 µs at 16384x4096 against
-//! 176.5; two quads per thread leave too few loads in flight there.
+//! Measured: faster than mage-003 at 1024x2048; on 4096-wide rows it does
+//! not pay against mage-001: two quads per thread leave too few loads in
+//! flight there. GPU kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=mage-008 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 14.17 | 20.32 |
+//! | 8192x768 | 27.89 | 33.60 |
+//! | 1024x2048 | 5.46 | 11.98 |
+//! | 4096x4096 | 53.19 | 58.64 |
+//! | 16384x4096 | 200.13 | 200.96 |
+//! <!-- /mage:table -->
 
 use crate::mage_006::row_held;
 

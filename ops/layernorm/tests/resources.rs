@@ -10,13 +10,12 @@ fn ptxas_resource_requests() {
 }
 
 /// Every entry of the stages with an entry table keeps to the registers its
-/// stage counts on (try-ln-pipe sizes its grid by them; the others' docs
-/// predict from the occupancy they allow).
+/// stage counts on (their docs predict from the occupancy they allow).
 #[test]
 fn entries_keep_to_their_register_budgets() {
-    use mage_layernorm::{try_ln_held4, try_ln_pair, try_ln_pipe, try_ln_stream};
+    use mage_layernorm::{mage_009, mage_010, try_ln_duo, try_ln_held8};
     let requests = mage_common::tools::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
-    for entries in [try_ln_held4::ENTRIES, try_ln_stream::ENTRIES, try_ln_pair::ENTRIES, try_ln_pipe::ENTRIES] {
+    for entries in [mage_009::ENTRIES, mage_010::ENTRIES, try_ln_duo::ENTRIES, try_ln_held8::ENTRIES] {
         for e in entries {
             let r = requests.iter().find(|r| r.resources.entry == e.kernel.name).expect("every entry is in the PTX");
             assert!(

@@ -46,6 +46,7 @@ pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
+pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;

@@ -11,8 +11,20 @@
 //! but every multiply-add needs two shared loads, so shared bandwidth
 //! bounds it long before the FMA units do.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 283.05 µs at 1024³;
-//! 7.44 µs at 256³, where it is the fastest stage.
+//! Measured: the fastest stage at 256³, where its 256 blocks fill the GPU
+//! and the others' do not; slow everywhere else. GPU kernel time per call
+//! (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-matmul.json stage=mage-001 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 256x256x256 | 7.42 | 12.78 |
+//! | 512x512x512 | 39.39 | 45.71 |
+//! | 1024x1024x1024 | 283.27 | 288.66 |
+//! | 2048x2048x2048 | 2169 | 2177 |
+//! | 4096x4096x4096 | 17450 | 17489 |
+//! | 1000x1037x999 | 281.33 | 288.45 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

@@ -46,10 +46,20 @@
 //! The tests run shapes with odd and even numbers of K tiles, each of which
 //! fails with either defect (see `tests/stages.rs`).
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 84.39 µs at 1024³
-//! (mage-003 86.13: the overlap buys 2% here, 8% at 4096³: 4609.7 against
-//! 5030.3 µs; 12% at 1000x1037x999: 129.64 against 147.96). cuBLAS's FP32
-//! SGEMM took 55.3 µs at 1024³ on the same GPU in another session.
+//! Measured: the overlap buys a few percent over mage-003 at 1024³ and
+//! more at 4096³ and at 1000x1037x999, where the K loop is longer. GPU
+//! kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-matmul.json stage=mage-006 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 256x256x256 | 13.48 | 19.17 |
+//! | 512x512x512 | 26.24 | 31.58 |
+//! | 1024x1024x1024 | 84.27 | 91.31 |
+//! | 2048x2048x2048 | 602.80 | 609.95 |
+//! | 4096x4096x4096 | 4608 | 4617 |
+//! | 1000x1037x999 | 129.34 | 135.52 |
+//! <!-- /mage:table -->
 
 use crate::{rank1_update, store_tile};
 use mage_common::device::*;

@@ -61,13 +61,21 @@
 //! `_scalar`), no stack, no spills, so 2 blocks per SM exactly (2 · 256 ·
 //! 128 = 65536 registers); one more register would halve that.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2, one session, against
-//! mage-006): 2048³ 381.0 µs (603.1), 4096³ 2999 µs (4608; cuBLAS took
-//! 2672 µs in another session), 1000x1037x999 113.2 µs (129.4). At 1024³
-//! it is slower, 104.1 µs (84.2), and at 512³ 52.9 (26.2): 64 and 16 blocks
-//! of 128x128 leave most of the 132 SMs idle, as the prediction said. A
-//! second session (results/mage-007/sweep-matmul.json) gave 382.3, 3040.4,
-//! 113.9, 104.1 and 52.9 µs.
+//! Measured: much faster than mage-006 where the grid fills the GPU (2048³,
+//! 4096³, 1000x1037x999); slower at 1024³ and 512³, where 64 and 16 blocks
+//! of 128x128 leave most of the 132 SMs idle, as the prediction said. GPU
+//! kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-matmul.json stage=mage-007 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 256x256x256 | 27.39 | 33.78 |
+//! | 512x512x512 | 52.96 | 58.21 |
+//! | 1024x1024x1024 | 104.16 | 111.12 |
+//! | 2048x2048x2048 | 381.63 | 388.66 |
+//! | 4096x4096x4096 | 3004 | 3014 |
+//! | 1000x1037x999 | 113.94 | 119.90 |
+//! <!-- /mage:table -->
 
 use crate::store_quad;
 use mage_common::device::*;

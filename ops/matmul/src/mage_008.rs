@@ -48,7 +48,22 @@
 //! about 5 waves) about 400-700 µs (mage-007: 3004; at cuBLAS's TF32 rate,
 //! 350 TFLOP/s, it would take 390).
 //!
-//! Not yet measured on the GPU.
+//! Measured: right on the GPU (bit-identical to the emulator on integer
+//! inputs, `results/candidates-1/matmul-tf32-and-nsight.txt`), with TF32's
+//! error, and far slower than the prediction: one warpgroup per block with
+//! its loads through registers on the critical path leaves the tensor cores
+//! mostly idle. GPU kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-matmul.json stage=mage-008 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 256x256x256 | 11.07 | 16.86 |
+//! | 512x512x512 | 20.49 | 25.79 |
+//! | 1024x1024x1024 | 51.33 | 56.58 |
+//! | 2048x2048x2048 | 390.97 | 407.34 |
+//! | 4096x4096x4096 | 2688 | 2674 |
+//! | 1000x1037x999 | 101.48 | 107.36 |
+//! <!-- /mage:table -->
 
 use crate::load_quad;
 use mage_common::device::wgmma::*;

@@ -12,9 +12,10 @@
 //! | [`mage_001`] | one thread per output element, walking its row's edges: a heavy row is one long serial chain |
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
-//! | [`try_rows`] | candidate: one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 8 in flight per lane, one kernel (`width % 4 == 0`) |
-//! | [`try_red`] | candidate: merge-path shares, bounds found and shared rows zeroed by a small first launch, shared rows summed with `red.global.add.f32` (`width % 4 == 0`) |
-//! | [`current`] | the dispatcher: reads the graph's largest row; mage-001 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
+//! | [`mage_004`] | one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 8 in flight per lane, one kernel (`width % 4 == 0`) |
+//! | [`try_split`] | candidate: light rows one warp each (several per warp on large graphs, the next row's loads issued early), heavy rows in equal chunks of edges, summed per block and added with `red.global.add.f32` (`width % 4 == 0`) |
+//! | [`try_land`] | candidate: mage-004 with the gathers landed in shared memory by `cp.async`, a row of up to 24 edges in one round (`width % 4 == 0`) |
+//! | [`current`] | the dispatcher: reads the graph's largest row; mage-004 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
 //! # Generators
 //!
@@ -49,8 +50,9 @@
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
-pub mod try_red;
-pub mod try_rows;
+pub mod mage_004;
+pub mod try_land;
+pub mod try_split;
 
 use mage_common::device::{F32x4, block_idx_x, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_id, warp_sum};
 
@@ -183,8 +185,8 @@ impl EdgeBatch {
 /// Gathers issued per lane before the first of them is waited on. Between
 /// issue and use only the gathered quads stay live (each weight is
 /// shuffled out of the batch again at its multiply-add), so with eight
-/// try-rows and try-red's work kernel need 56 registers and 32 warps fit an
-/// SM (with the weights held, eight needed 78 registers and 24 warps).
+/// mage-004 needs 56 registers and 32 warps fit an SM (with the weights
+/// held, eight needed 78 registers and 24 warps).
 pub const GATHERS_IN_FLIGHT: u32 = 8;
 
 /// `acc` plus this lane's part of `Σ w[e]·x[indices[e], at_x..at_x + 4]`
@@ -263,7 +265,19 @@ mod host {
     /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], without
     /// shared memory.
     pub fn warp_launch(kernel: &'static Kernel, warps: u32, args: Vec<Arg>) -> Launch {
-        Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes: 0, args }
+        warp_launch_shared(kernel, warps, 0, args)
+    }
+
+    /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], with
+    /// `shared_bytes` of shared memory per block.
+    pub fn warp_launch_shared(kernel: &'static Kernel, warps: u32, shared_bytes: u32, args: Vec<Arg>) -> Launch {
+        Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes, args }
+    }
+
+    /// The arguments of a kernel that takes the graph and the output, then
+    /// `n` and `width`: `x, w, rowptr, indices, out, n, width`.
+    pub fn graph_args(d: &[u32]) -> Vec<Arg> {
+        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])]
     }
 
     /// The in-degree of each row (its edge count), for a degree
@@ -415,7 +429,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &try_rows::STAGE, &try_red::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &try_split::STAGE, &try_land::STAGE];
 
     pub static OP: Op = Op {
         name: "neighbor",

@@ -41,9 +41,19 @@
 //! with the same bits (`common` has no u32 store; a store moves bits, and
 //! nothing computes with the value) and read back with `ld_nc_u32`.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2, both kernels): 18.15 µs
-//! on the power-law graph (mage-001 925.0) and 10.10 µs on the uniform one;
-//! 73.1 µs at 1M power-law edges (mage-001 16,590).
+//! Measured: balanced on the power-law graphs, where it is the fastest
+//! stage, and about twice mage-001's time on the small uniform graph. GPU
+//! kernel time per call (CUPTI, both kernels) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-neighbor.json stage=mage-002 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x64x65536 | 10.15 | 17.73 |
+//! | 4096x64x65536 power-law | 18.72 | 26.27 |
+//! | 65536x64x1048576 | 56.39 | 64.75 |
+//! | 65536x64x1048576 power-law | 74.67 | 81.09 |
+//! | 7x9x23 | 4.89 | 11.36 |
+//! <!-- /mage:table -->
 
 use crate::merge_path;
 use mage_common::device::*;

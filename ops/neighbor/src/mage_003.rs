@@ -28,9 +28,18 @@
 //! emulator agree bit for bit. Needs `width % 4 == 0` (16-byte aligned
 //! quads); [`current`](crate::current) uses mage-002 otherwise.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2, both kernels): 9.04 µs
-//! uniform and 19.15 µs power-law at 65,536 edges; 42.62 µs on 1M uniform
-//! edges (mage-002 55.86, mage-001 50.94), 77.4 µs on 1M power-law edges.
+//! Measured: the fastest stage on the large uniform graph; on the power-law
+//! graphs a little behind mage-002. GPU kernel time per call (CUPTI, both
+//! kernels) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-neighbor.json stage=mage-003 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x64x65536 | 8.97 | 16.64 |
+//! | 4096x64x65536 power-law | 19.75 | 25.89 |
+//! | 65536x64x1048576 | 43.28 | 49.66 |
+//! | 65536x64x1048576 power-law | 78.69 | 85.22 |
+//! <!-- /mage:table -->
 
 use crate::mage_002::WARPS;
 use crate::merge_path;

@@ -1,4 +1,5 @@
-//! The emulator's `red.global.add.f32` (try-red sums shared rows with it):
+//! The emulator's `red.global.add.f32` (try-split adds the parts of heavy
+//! rows with it):
 //! every add lands exactly once when threads of many blocks add to the
 //! same words at once, subnormal inputs and results flush to
 //! sign-preserving zero as PTX defines on global memory, and an add into

@@ -1,12 +1,13 @@
 //! Every neighbour-sum stage, and `current`, on the emulator against the f64
 //! reference, on graphs built to break them: empty rows, one heavy row,
-//! repeated indices, no edges at all; mage-002, mage-003 and try-red also
-//! with tiny shares so that rows split across many warps. And the CSR checks, each malformed
+//! repeated indices, no edges at all; mage-002 and mage-003 also with tiny
+//! shares so that rows split across many warps, and try-split with tiny
+//! chunks and low thresholds so that heavy rows cross chunks and blocks. And the CSR checks, each malformed
 //! graph rejected with its message before any launch.
 
 use mage_common::fixtures::Rng;
 use mage_common::op::{HostBuf, Op, check_current, check_plan, check_stage, emulate};
-use mage_neighbor::{OP, POWER_LAW_SKEW, STAGES, current, degrees, mage_002, mage_003, reference, rowptr_of, try_red};
+use mage_neighbor::{OP, POWER_LAW_SKEW, STAGES, current, degrees, mage_002, mage_003, reference, rowptr_of, try_split};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -80,9 +81,16 @@ fn check_all(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
             check_plan(&OP, &mage_003::plan_with(dims, items), dims, inputs)
                 .map_err(|e| format!("mage-003 with {items} items per warp at {}: {e}", Op::dims_label(dims)))?;
         }
-        if try_red::supports(dims) {
-            check_plan(&OP, &try_red::plan_with(dims, items), dims, inputs)
-                .map_err(|e| format!("try-red with {items} items per share at {}: {e}", Op::dims_label(dims)))?;
+    }
+    if try_split::supports(dims) {
+        // One block of light-row warps makes each walk several rows.
+        for (warps, chunk, heavy) in [(1, 1, 0), (64, 2, 1), (9, 3, 4), (64, 7, 0), (1, 7, 6), (64, 32, 2), (1, 32, u32::MAX)] {
+            check_plan(&OP, &try_split::plan_with(dims, warps, chunk, heavy), dims, inputs).map_err(|e| {
+                format!(
+                    "try-split with {warps} light-row warps, chunks of {chunk} edges and rows of more than {heavy} heavy at {}: {e}",
+                    Op::dims_label(dims)
+                )
+            })?;
         }
     }
     Ok(())
@@ -297,12 +305,14 @@ fn current_reads_the_graph_not_a_hint() {
         let inputs = (OP.generator(Some(generator)).unwrap().generate)(&dims, 20260910);
         OP.pick("current", &dims, &inputs).unwrap().stage.name
     };
-    assert_eq!(pick([4096, 64, 65536], "uniform"), "mage-001");
+    assert_eq!(pick([4096, 64, 65536], "uniform"), "mage-004");
     assert_eq!(pick([4096, 64, 65536], "power-law"), "mage-002");
     assert_eq!(pick([65536, 64, 1048576], "uniform"), "mage-003");
     assert_eq!(pick([65536, 64, 1048576], "power-law"), "mage-002");
     assert_eq!(pick([65536, 63, 1048576], "uniform"), "mage-002");
     assert_eq!(pick([7, 9, 23], "uniform"), "mage-001");
+    assert_eq!(pick([7, 12, 23], "uniform"), "mage-004");
+    assert_eq!(pick([4096, 62, 65536], "uniform"), "mage-001");
     // The dispatcher reads rowptr alone: it is handed nothing else.
     assert_eq!(OP.current.reads, &[2]);
     // Scratch of (n + edges)/32 workers × width floats past 2^30.

@@ -1,30 +1,43 @@
 //! current: the dispatcher, picking the stage measured fastest (CUPTI kernel
-//! time on the H200, one session):
+//! time on the H200, hot L2, one sweep; `try-tri-auto` is mage-004 as it was
+//! measured, with a 64x64 tile at 256x64 and 512x32 where mage-004 now
+//! takes the 64x32 tile of `try-tri-64x32`):
 //!
-//! | shape | outputs n²c | mage-001 | mage-002 | mage-003 | picks |
-//! |---|---|---|---|---|---|
-//! | 64x8 | 32 Ki | **4.46** | 24.38 | 19.48 | mage-001 |
-//! | 128x32 | 512 Ki | **31.45** | 49.32 | 35.80 | mage-001 |
-//! | 128x64 | 1 Mi | 65.35 | 51.03 | **36.46** | mage-003 |
-//! | 256x32 | 2 Mi | 247.06 | 107.75 | **86.30** | mage-003 |
-//! | 256x64 | 4 Mi | 541.66 | 420.77 | **148.52** | mage-003 |
+//! <!-- mage:table sweep results/candidates-1/sweep-triangle.json stages=mage-001,mage-003,try-tri-auto,try-tri-64x32,try-tri-32x16-regs -->
+//! | shape | mage-001 | mage-003 | try-tri-auto | try-tri-64x32 | try-tri-32x16-regs | current |
+//! |---|---|---|---|---|---|---|
+//! | 64x8 | **4.44** | 19.93 | 6.01 | 12.51 | 6.40 | mage-001 |
+//! | 128x32 | 31.69 | 35.89 | **12.47** | 23.62 | 12.82 | mage-001 |
+//! | 256x32 | 250.69 | 86.71 | 47.01 | **46.92** | 75.68 | mage-003 |
+//! | 128x64 | 66.18 | 36.55 | 21.82 | 23.76 | **21.15** | mage-003 |
+//! | 256x64 | 549.63 | 152.36 | 90.22 | **82.37** | 151.33 | mage-003 |
+//! | 512x32 | 2083 | 625.83 | 337.87 | **319.89** | 595.96 | mage-003 |
+//! | 7x5 | **1.45** | – | 2.05 | 2.77 | 2.05 | mage-001 |
+//! <!-- /mage:table -->
 //!
-//! mage-003 (4×4 outputs × 4 channels per thread) once there are at least
-//! 2^20 outputs and `c % 4 == 0`; below that its 16x fewer threads leave the
-//! GPU underfilled and one output per thread wins. mage-002 is never the
-//! fastest measured and stays as history.
+//! (The `current` column is the dispatcher of that sweep.) mage-001, one
+//! output per thread, below [`MIN_OUTPUTS_FOR_TILES`] outputs: there
+//! mage-004's blocks are too few to fill the GPU and its chunk pipeline
+//! too short to pay for its start. mage-004 at every larger shape; at
+//! 128x64 the register-staged 32x16 tile of `try-tri-32x16-regs` was a few
+//! percent faster than mage-004's `cp.async` one, and it lost by far at
+//! the larger shapes, so it was not kept (see `docs/attempts.md`).
+//! mage-002 and mage-003 are never the fastest measured and stay as
+//! history.
 
 use mage_common::op::{Dispatcher, Stage};
 
-/// Outputs (n²c) from which mage-003's register tiles pay (measured at 2^19 and 2^20).
-pub const MIN_OUTPUTS_FOR_TILES: u64 = 1 << 20;
+/// Outputs (n²c) from which mage-004 is taken: mage-001 was faster at 2^15
+/// (64x8) and slower at 2^19 (128x32); nothing between was measured, so
+/// the threshold sits halfway on a log scale.
+pub const MIN_OUTPUTS_FOR_TILES: u64 = 1 << 17;
 
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
     let outputs = d[0] as u64 * d[0] as u64 * d[1] as u64;
-    if crate::mage_003::supports(d) && outputs >= MIN_OUTPUTS_FOR_TILES { &crate::mage_003::STAGE } else { &crate::mage_001::STAGE }
+    if outputs >= MIN_OUTPUTS_FOR_TILES { &crate::mage_004::STAGE } else { &crate::mage_001::STAGE }
 }
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher =
-    Dispatcher { summary: "mage-003 from 2^20 outputs (c % 4 == 0), else mage-001", reads: &[], choose: |d, _| choose(d) };
+    Dispatcher { summary: "mage-004 from 2^17 outputs, else mage-001", reads: &[], choose: |d, _| choose(d) };

@@ -9,8 +9,21 @@
 //! used once per thread, so the kernel is bound by L1/LSU throughput, not
 //! by arithmetic.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 31.45 µs at 128x32
-//! (the fastest stage there), 247.1 µs at 256x32.
+//! Measured: the fastest of the history stages on the smallest shapes, and
+//! far behind the tiled stages from 256x32 up. GPU kernel time per call
+//! (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-triangle.json stage=mage-001 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 64x8 | 4.44 | 10.53 |
+//! | 128x32 | 31.69 | 37.82 |
+//! | 256x32 | 250.69 | 258.91 |
+//! | 128x64 | 66.18 | 73.44 |
+//! | 256x64 | 549.63 | 560.61 |
+//! | 512x32 | 2083 | 2103 |
+//! | 7x5 | 1.45 | 7.89 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

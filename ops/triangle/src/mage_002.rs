@@ -16,9 +16,21 @@
 //! The tile has a sixteenth of mage-001's threads, so small shapes leave
 //! the GPU idle; [`current`](crate::current) keeps those on mage-001.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 49.32 µs at 128x32
-//! (slower than mage-001's 31.45: a quarter of the threads), 107.75 µs at
-//! 256x32 (mage-001 247.1).
+//! Measured: slower than mage-001 at 128x32 (a quarter of the threads),
+//! faster from 256x32. GPU kernel time per call (CUPTI) and event span, hot
+//! L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-triangle.json stage=mage-002 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 64x8 | 24.34 | 30.94 |
+//! | 128x32 | 49.65 | 55.79 |
+//! | 256x32 | 107.32 | 114.69 |
+//! | 128x64 | 51.24 | 58.05 |
+//! | 256x64 | 434.52 | 448.02 |
+//! | 512x32 | 1655 | 1671 |
+//! | 7x5 | 3.02 | 9.25 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

@@ -17,9 +17,20 @@
 //! [`current`](crate::current) only picks this stage where the shape has
 //! enough tiles to fill the GPU.
 //!
-//! Measured on the H200 (CUPTI kernel time, hot L2): 35.80 µs at 128x32,
-//! 36.46 µs at 128x64 (mage-001 65.35), 86.3 µs at 256x32, 148.5 µs at
-//! 256x64 (mage-001 541.7).
+//! Measured: the fastest history stage from 128x64 up, behind mage-001 at
+//! the smallest shapes. GPU kernel time per call (CUPTI) and event span, hot
+//! L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-triangle.json stage=mage-003 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 64x8 | 19.93 | 26.56 |
+//! | 128x32 | 35.89 | 42.45 |
+//! | 256x32 | 86.71 | 94.14 |
+//! | 128x64 | 36.55 | 43.55 |
+//! | 256x64 | 152.36 | 160.34 |
+//! | 512x32 | 625.83 | 639.49 |
+//! <!-- /mage:table -->
 
 use mage_common::device::*;
 

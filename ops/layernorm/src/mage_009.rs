@@ -1,5 +1,5 @@
-//! try-ln-pair (candidate): two warps per row, four rows per 256-thread
-//! block, three or four held quads per lane.
+//! mage-009: two warps per row, four rows per 256-thread block, three or
+//! four held quads per lane.
 //!
 //! mage-007 gives a row of 768 to one warp: six quads (24 floats) per lane
 //! and 56 registers, so four blocks of eight warps per SM (48% achieved
@@ -23,7 +23,22 @@
 //!   fastest here, reads each row three times at 32 registers). 12.2 →
 //!   about 11.6 µs.
 //!
-//! Not yet measured on the GPU.
+//! Measured (as the candidate try-ln-pair, in the same session as every
+//! stage before it): the fastest stage at 4096x768, ahead of mage-007 but
+//! short of the predicted gain. The second prediction was wrong: at
+//! 8192x768 it is level with mage-007 and well behind mage-002, which keeps
+//! the whole grid in one wave of 32-register warps at the cost of reading
+//! each row three times.
+//! [`current`](crate::current) runs it on rows up to 1024 wide when there
+//! are at most 4096 of them. GPU kernel time per call (CUPTI) and event
+//! span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=try-ln-pair -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 5.26 | 11.94 |
+//! | 8192x768 | 13.77 | 20.26 |
+//! <!-- /mage:table -->
 
 use mage_common::device::Cached;
 
@@ -35,7 +50,7 @@ row_entries!(held_rows::<_, _, _, Cached, false>;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
-    name: "try-ln-pair",
+    name: "mage-009",
     summary: "two warps per row, four rows per block, up to four held quads per lane, one barrier",
     kernels: KERNELS,
     supports: |d| crate::entries_support(ENTRIES, d),

@@ -1,8 +1,8 @@
-//! try-rows: one warp per row, 128-bit gathers spread over lane groups,
-//! one kernel (a candidate for graphs without heavy rows).
+//! mage-004: one warp per row, 128-bit gathers spread over lane groups,
+//! one kernel (for graphs without heavy rows).
 //!
 //! What changed, and why it should help: mage-001 (the stage `current`
-//! runs on small light graphs) gives each output element its own thread,
+//! ran on small light graphs) gives each output element its own thread,
 //! and each thread walks its row one edge at a time: per edge a 4-byte
 //! gather that waits on the index load before it, about one L2 round trip
 //! per edge. mage-003 has the better inner loop but pays for the merge-path
@@ -21,22 +21,45 @@
 //! * the groups' sums meet in a `shfl.xor` butterfly and the first group
 //!   stores the row with 128-bit stores.
 //!
-//! Prediction at 4096x64 with 65,536 uniform edges: 56 registers, so 32
-//! warps fit an SM and all 4,096 rows run in one wave; each SM holds up to
-//! 128 KB of gathers in flight, several times what keeps L2 busy. The
+//! The prediction, made before it ran: 56 registers, so 32 warps fit an SM
+//! and all 4,096 rows of the default uniform graph run in one wave; the
 //! critical path is rowptr, the edge batch, one or two rounds of gathers
 //! and the store, under the 16.8 MB of gathers from L2 (about 2.4 µs at
-//! 7 TB/s): about 3 µs of kernel time against mage-001's 4.94. On 65,536
-//! rows and 1M uniform edges, bound by L2 bandwidth: about 40 µs against
-//! mage-003's 42.9 (two kernels). A heavy row is one warp's serial work
-//! (14,000 edges: about 900 rounds of gathers), so this stage is for
-//! graphs without heavy rows only.
+//! 7 TB/s): about 3 µs of kernel time. On 65,536 rows and 1M uniform edges,
+//! bound by L2 bandwidth, about as fast as mage-003. A heavy row is one
+//! warp's serial work (14,000 edges: about 900 rounds of gathers), so this
+//! stage is for graphs without heavy rows only.
+//!
+//! What was measured (CUPTI kernel time, hot L2, in the table below, from
+//! `results/candidates-1/sweep-neighbor.json`): on the default uniform
+//! graph it is the fastest stage, a little ahead of mage-001 and well short
+//! of the prediction; the event span around one call is a little longer
+//! than mage-001's there. Nsight Compute at that graph
+//! (`results/candidates-1/nsight/neighbor-try-rows-4096x64x65536.json`)
+//! shows a kernel waiting on memory: long-scoreboard stalls lead by far,
+//! and the achieved occupancy is below the 32 warps per SM that the
+//! registers allow, there being fewer rows than warps that fit. On the
+//! large uniform graph it loses to mage-003 and to mage-001; the likely
+//! reason is that each warp spends most of its life on the rowptr and
+//! batch round trips of one short row, so little gather traffic is in
+//! flight. On power-law graphs the heavy rows serialise it, as predicted,
+//! and it is slower than mage-001 there. `current` runs it where mage-001
+//! ran before: small graphs without heavy rows.
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-neighbor.json stage=try-rows -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x64x65536 | 4.71 | 11.07 |
+//! | 4096x64x65536 power-law | 1173 | 1181 |
+//! | 65536x64x1048576 | 57.25 | 62.18 |
+//! | 65536x64x1048576 power-law | 19148 | 19140 |
+//! <!-- /mage:table -->
+//!
+//! (Measured as `try-rows`, the name it had as a candidate.)
 //!
 //! Each group sums its edges in order and the groups meet in a fixed
 //! butterfly: deterministic, and the GPU and the emulator agree bit for
 //! bit. Needs `width % 4 == 0`.
-//!
-//! Not yet measured on the GPU.
 
 use crate::{EdgeBatch, QuadGroups, accumulate, warp_in_grid};
 use mage_common::device::*;
@@ -65,22 +88,19 @@ mage_common::kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::warp_launch;
-    use mage_common::op::{Arg, Stage};
+    use crate::{graph_args, warp_launch};
+    use mage_common::op::Stage;
 
     pub fn supports(d: &[u32]) -> bool {
         d[1].is_multiple_of(4)
     }
 
     pub static STAGE: Stage = Stage {
-        name: "try-rows",
+        name: "mage-004",
         summary: "one warp per row, coalesced edge batches shuffled to lane groups, 128-bit gathers, one kernel",
         kernels: &[&neighbor_warp_row::KERNEL],
         supports,
-        plan: |d| {
-            let args = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])];
-            warp_launch(&neighbor_warp_row::KERNEL, d[0], args).into()
-        },
+        plan: |d| warp_launch(&neighbor_warp_row::KERNEL, d[0], graph_args(d)).into(),
     };
 }
 

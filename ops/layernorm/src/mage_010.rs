@@ -1,5 +1,5 @@
-//! try-ln-held4 (candidate): a block per row, four quads per thread loaded
-//! before any is used, the warps merged without a division.
+//! mage-010: a block per row, four quads per thread loaded before any is
+//! used, the warps merged without a division.
 //!
 //! Against mage-008 (held row, two quads per thread, 256 or 512 threads)
 //! and mage-001 (scalar three-pass, the fastest on rows of 4096): each
@@ -29,7 +29,27 @@
 //! * At 768 (128 threads, two of the four quads used) it is mage-006 with
 //!   four loads a thread and a cheaper merge; no gain expected over mage-007.
 //!
-//! Not yet measured on the GPU.
+//! Measured (as the candidate try-ln-held4, in the same session as every
+//! stage before it): the predictions held on rows of 4096, where it is the
+//! fastest stage by a wide margin over mage-001, and at 1024x2048 it beat
+//! the prediction and every other stage. At 768, as predicted, it gains
+//! nothing: it is behind mage-006 and mage-007.
+//! [`current`](crate::current) runs it on rows from 1028 to 8192 wide.
+//! Nsight Compute of one launch at 4096x4096
+//! (`results/candidates-1/nsight/layernorm-try-ln-held4-4096x4096.json`)
+//! finds the warps waiting on global loads most of the time, with the
+//! occupancy held down by registers: what the candidates after it work on.
+//! GPU kernel time per call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-1/sweep-layernorm.json stage=try-ln-held4 -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x768 | 7.05 | 13.41 |
+//! | 8192x768 | 16.39 | 22.43 |
+//! | 1024x2048 | 4.01 | 10.37 |
+//! | 4096x4096 | 35.36 | 41.74 |
+//! | 16384x4096 | 132.04 | 136.93 |
+//! <!-- /mage:table -->
 
 use mage_common::device::Cached;
 
@@ -41,7 +61,7 @@ row_entries!(held_rows::<_, _, _, Cached, true>;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
-    name: "try-ln-held4",
+    name: "mage-010",
     summary: "block per row (128 to 512 threads), four held quads per thread loaded first, division-free merge",
     kernels: KERNELS,
     supports: |d| crate::entries_support(ENTRIES, d),

@@ -1,0 +1,147 @@
+//! `evolve --audit <op>`: every configuration of the op's space against
+//! the f64 reference, on the GPU at the op's sweep shapes (where a
+//! configuration fits them), or with `--emulate` on the emulator at the
+//! space's small audit shapes (what `cargo test` runs in CI). Any failure
+//! fails the command; a summary and every row are written.
+
+use super::measure::parallel_reference;
+use mage_common::fixtures::{DEFAULT_SEED, write_atomic};
+use mage_common::numeric::compare;
+use mage_common::op::Op;
+use mage_common::space::{AuditRow, Outcome, Space};
+use mage_runtime::gpu::Gpu;
+use std::path::Path;
+
+/// Every configuration at every shape, on the GPU.
+pub fn on_gpu(gpu: &Gpu, space: &Space, shapes: &[(Vec<u32>, &str)]) -> Result<Vec<AuditRow>, String> {
+    let op = space.op;
+    let configs = space.configs();
+    let mut rows = vec![];
+    for (dims, generator) in shapes {
+        let inputs = (op.generator(Some(generator))?.generate)(dims, DEFAULT_SEED);
+        let reference = parallel_reference(op, dims, &inputs);
+        let tol = (op.tolerance)(dims, &inputs);
+        let device = gpu.upload(&inputs)?;
+        eprintln!("{} {}: {} configurations", op.name, Op::dims_label(dims), configs.len());
+        for c in &configs {
+            let outcome = match (space.fits)(c, dims) {
+                Err(why) => Outcome::Unfit { why },
+                Ok(()) => match gpu.run(op, &(space.plan)(c, dims), dims, &device) {
+                    Err(error) => Outcome::Failed { error },
+                    Ok(out) => {
+                        let cmp = compare(&out, &reference, tol);
+                        if cmp.passed() {
+                            Outcome::Passed { max_abs_err: cmp.max_abs_err }
+                        } else {
+                            Outcome::Failed { error: cmp.summary(dims) }
+                        }
+                    }
+                },
+            };
+            rows.push(AuditRow { config: space.id(c), dims: dims.clone(), outcome });
+        }
+    }
+    Ok(rows)
+}
+
+/// Counts of one shape's rows: (passed, failed, unfit, largest error of those that passed).
+fn counts<'a>(rows: impl Iterator<Item = &'a AuditRow>) -> (usize, usize, usize, f64) {
+    rows.fold((0, 0, 0, 0.0), |(p, f, u, e), r| match &r.outcome {
+        Outcome::Passed { max_abs_err } => (p + 1, f, u, e.max(*max_abs_err)),
+        Outcome::Failed { .. } => (p, f + 1, u, e),
+        Outcome::Unfit { .. } => (p, f, u + 1, e),
+    })
+}
+
+/// The audit as markdown: totals, one row per shape, every failure, and
+/// why configurations did not fit (grouped).
+pub fn markdown(space: &Space, machine: &str, rows: &[AuditRow]) -> String {
+    let mut shapes: Vec<&Vec<u32>> = vec![];
+    for r in rows {
+        if !shapes.contains(&&r.dims) {
+            shapes.push(&r.dims);
+        }
+    }
+    let (passed, failed, unfit, _) = counts(rows.iter());
+    let mut s = format!(
+        "# Audit of the {} space on the {machine}\n\n{} configurations at {} shapes, against the f64 reference: {passed} passed, {failed} failed, {unfit} did not fit.\n\n",
+        space.op.name,
+        space.configs().len(),
+        shapes.len()
+    );
+    s += "| dims | passed | failed | did not fit | largest error of those that passed |\n|---|---|---|---|---|\n";
+    for dims in &shapes {
+        let (p, f, u, e) = counts(rows.iter().filter(|r| &r.dims == *dims));
+        s += &format!("| {} | {p} | {f} | {u} | {e:.2e} |\n", Op::dims_label(dims));
+    }
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Failed { error } => Some(format!("- `{}` at {}: {error}", r.config, Op::dims_label(&r.dims))),
+            _ => None,
+        })
+        .collect();
+    if !failures.is_empty() {
+        s += &format!("\nFailures:\n\n{}\n", failures.join("\n"));
+    }
+    let mut reasons: Vec<(String, usize)> = vec![];
+    for r in rows {
+        if let Outcome::Unfit { why } = &r.outcome {
+            let key = format!("{}: {why}", Op::dims_label(&r.dims));
+            match reasons.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((key, 1)),
+            }
+        }
+    }
+    if !reasons.is_empty() {
+        s += "\nDid not fit:\n\n";
+        for (why, n) in reasons {
+            s += &format!("- {n} × {why}\n");
+        }
+    }
+    s
+}
+
+/// Writes `evolve-audit-<op>-<machine>.md` and `.json` into `dir`; an
+/// error names the failures.
+pub fn finish(space: &Space, machine: &str, rows: &[AuditRow], dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem = dir.join(format!("evolve-audit-{}-{machine}", space.op.name));
+    let md = markdown(space, machine, rows);
+    write_atomic(&stem.with_extension("md"), md.as_bytes())?;
+    write_atomic(&stem.with_extension("json"), serde_json::to_string_pretty(rows).unwrap().as_bytes())?;
+    println!("{md}");
+    println!("audit: {}.md", stem.display());
+    let (_, failed, _, _) = counts(rows.iter());
+    if failed == 0 { Ok(()) } else { Err(format!("{failed} (configuration, shape) pairs of the {} space failed", space.op.name)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_counts_and_names_failures_and_misfits() {
+        let space = &mage_layernorm::space::SPACE;
+        let row = |config: &str, dims: &[u32], outcome| AuditRow { config: config.into(), dims: dims.to_vec(), outcome };
+        let rows = vec![
+            row("warp-t256-stream-f1", &[8, 768], Outcome::Passed { max_abs_err: 2e-6 }),
+            row("warp-t256-hold1-f1", &[8, 768], Outcome::Unfit { why: "too wide".into() }),
+            row("warp-t128-hold1-f1", &[8, 768], Outcome::Unfit { why: "too wide".into() }),
+            row("warp-t256-hold8-f1", &[8, 768], Outcome::Failed { error: "3 of 6144 elements outside".into() }),
+        ];
+        let md = markdown(space, "gpu", &rows);
+        assert!(md.contains("1 passed, 1 failed, 2 did not fit"), "{md}");
+        assert!(md.contains("| 8x768 | 1 | 1 | 2 | 2.00e-6 |"), "{md}");
+        assert!(md.contains("- `warp-t256-hold8-f1` at 8x768: 3 of 6144 elements outside"), "{md}");
+        assert!(md.contains("- 2 × 8x768: too wide"), "{md}");
+        let dir = std::env::temp_dir().join(format!("mage-audit-test-{}", std::process::id()));
+        let e = finish(space, "gpu", &rows, &dir).unwrap_err();
+        assert!(e.contains("1 (configuration, shape) pairs"), "{e}");
+        let back: Vec<AuditRow> =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("evolve-audit-layernorm-gpu.json")).unwrap()).unwrap();
+        assert_eq!(back, rows);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
