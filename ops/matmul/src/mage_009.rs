@@ -76,17 +76,17 @@
 //! rounding (truncation); the `T = ⌈k/32⌉` partial sums are added in FP32,
 //! `γ_T`. So `|out - ref| <= (38 u + γ_T) S` to first order, `S = Σ |a b|`:
 //! inside the op's `1e-6 + γ_(k+1) S(k)` for every input from `k >= 40`
-//! (`38 + k/32 <= k + 1`). Below that the worst case exceeds FP32's (k = 1:
-//! about 40 u against 2 u); the generator's products stay far below `S(k)`, and on
-//! the emulator across k = 1 .. 8192 the largest error is at most 0.084 of
-//! the tolerance (k = 1), 0.004 from k = 256 on
+//! (`38 + k/32 <= k + 1`). Below that the worst case exceeds FP32's (k =
+//! 1: about 40 u against 2 u); the generator's products stay far below
+//! `S(k)`, and on the emulator across k = 1 .. 8192 the largest error is at
+//! most 0.084 of the tolerance (k = 1), 0.004 from k = 256 on
 //! (`tests/stages.rs`). Relative L2 error there, against the FP32 fma
-//! chain of the other stages: 1.2e-7 against 2.5e-8 at k = 1, 2.7e-7 against
-//! 1.0e-7 at 32, 2.8e-7 against 2.8e-7 at 256, 2.9e-7 against 5.6e-7 at
-//! 1000, 3.5e-7 against 1.16e-6 at 4096: less accurate than FP32 below k
-//! ≈ 256 and more so above, as CUTLASS's maintainers describe 3xTF32
-//! (NVIDIA/cutlass#729: less accurate than FP32 for K below 256, much
-//! better as K grows).
+//! chain of the other stages: 1.2e-7 against 2.5e-8 at k = 1, 2.7e-7
+//! against 1.0e-7 at 32, 2.8e-7 against 2.8e-7 at 256, 2.9e-7 against
+//! 5.6e-7 at 1000, 3.5e-7 against 1.16e-6 at 4096: less accurate than FP32
+//! below k ≈ 256, more accurate above, as CUTLASS's maintainers describe
+//! 3xTF32 (NVIDIA/cutlass#729: less accurate than FP32 for K below 256,
+//! much better as K grows).
 //!
 //! Why a partial sum per tile: mage-008's outputs on the GPU differ from
 //! the emulator's former round-to-nearest model as a truncation per
