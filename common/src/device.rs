@@ -595,4 +595,20 @@ pub unsafe fn cp_async_ca_16_zfill(offset: u32, src: *const f32, i: u32, src_byt
     }
 }
 
+/// 64-bit load of the two f32 at byte `offset` (a multiple of 8) of shared memory.
+#[inline(always)]
+pub fn smem_ld2(offset: u32) -> [f32; 2] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y): (f32, f32);
+        // SAFETY: as `smem_ld`.
+        unsafe {
+            asm!("ld.shared.v2.f32 {{{x}, {y}}}, [{a}];", x = out(reg32) x, y = out(reg32) y, a = in(reg32) smem_addr(offset), options(readonly, nostack))
+        };
+        [x, y]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::shared_load::<[f32; 2]>(offset)
+}
+
 pub mod neighbor;

@@ -127,6 +127,9 @@ pub(crate) struct WarpgroupLane {
     pub uniform: Vec<u64>,
     /// This thread's registers: the accumulator fragment in, the result out.
     pub registers: Vec<f32>,
+    /// This thread's fragment of an operand read from registers (A of a
+    /// `wgmma` with A in registers); empty where there is none.
+    pub fragment: Vec<f32>,
 }
 
 /// Computes a warpgroup instruction's result from its 128 lanes (thread

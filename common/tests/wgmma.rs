@@ -1,8 +1,9 @@
 //! The emulator's model of `wgmma.mma_async` (TF32): one warpgroup
-//! multiplies a 64 x 8 A by an 8 x 8 B from shared memory. The right
-//! layout gives the exact TF32 products; a wrong descriptor gives wrong
-//! sums or an error, and each missing fence, barrier or wait is an error
-//! with a message.
+//! multiplies a 64 x 8 A (from shared memory or from registers) by an
+//! 8 x 8 B from shared memory. The right layout gives the exact TF32
+//! products; a wrong descriptor gives wrong sums or an error, a swizzled
+//! operand not aligned to its pattern in the shared window is an error,
+//! and each missing fence, barrier or wait is an error with a message.
 
 use mage_common::device::wgmma::*;
 use mage_common::device::*;
@@ -41,31 +42,45 @@ enum Variant {
     /// Thread 127 overwrites an operand after every thread waited, with no barrier.
     OverwriteWithoutBarrier,
     NoWait,
+    /// The swizzled store and descriptor 128 bytes past a 1024-byte boundary of the window.
+    SwizzledUnaligned,
+    /// A from each thread's registers, B from shared memory.
+    RegisterA,
 }
 
-/// A from byte 0 (plain: 2 chunk columns of 64 rows x 16 bytes; swizzled:
-/// 64 rows of 128 bytes), B from byte `B_AT`: 2 chunk columns of 8 rows x 16 bytes.
-const B_AT: u32 = 8192;
-const SHARED: u32 = B_AT + 256;
+/// A from the first byte whose window address is a multiple of 1024
+/// (plain: 2 chunk columns of 64 rows x 16 bytes; swizzled: 64 rows of 128
+/// bytes; 128 bytes later in one variant), B 8320 bytes after that
+/// boundary: 2 chunk columns of 8 rows x 16 bytes.
+const B_AFTER_A: u32 = 8192 + 128;
+/// Room for the alignment (at most 1008 bytes), A and B.
+const SHARED: u32 = 1024 + B_AFTER_A + 256;
 
 kernel! {
     /// `d` (64 x 8, row-major) = `a` (64 x 8) · `b` (8 x 8), one warpgroup.
     unsafe fn mma_probe(a: *const f32, b: *const f32, d: *mut f32, variant: u32) {
         let t = thread_idx_x();
         let is = |v: Variant| variant == v as u32;
-        let swizzled = is(Variant::Swizzled) || is(Variant::SwizzledReadPlain);
+        let swizzled = is(Variant::Swizzled) || is(Variant::SwizzledReadPlain) || is(Variant::SwizzledUnaligned);
         let tf32 = |x: f32| if is(Variant::Unconverted) { x } else { tf32_rna(x) };
+        let a_at = align_up_in_window(0, 1024) + if is(Variant::SwizzledUnaligned) { 128 } else { 0 };
+        let b_at = align_up_in_window(0, 1024) + B_AFTER_A;
         // The first warpgroup stores the operands; a second one multiplies them too.
         for i in 0..4 * (t < 128) as u32 {
             let e = t + 128 * i;
             let (r, k) = (e / 8, e % 8);
             let at = if swizzled { r * 128 + ((k / 4) ^ (r % 8)) * 16 + k % 4 * 4 } else { k / 4 * 1024 + r * 16 + k % 4 * 4 };
-            smem_st(at, tf32(unsafe { ld_nc(a, e) }));
+            smem_st(a_at + at, tf32(unsafe { ld_nc(a, e) }));
         }
         if t < 64 {
             let (k, n) = (t / 8, t % 8);
-            smem_st(B_AT + k / 4 * 128 + n * 16 + k % 4 * 4, tf32(unsafe { ld_nc(b, t) }));
+            smem_st(b_at + k / 4 * 128 + n * 16 + k % 4 * 4, tf32(unsafe { ld_nc(b, t) }));
         }
+        // A's fragment, for the multiply with A from registers.
+        let fragment = [0, 1, 2, 3].map(|v| {
+            let (r, k) = a_fragment_position(t % 128, v);
+            tf32(unsafe { ld_nc(a, r * 8 + k) })
+        });
         if !is(Variant::NoProxyFence) {
             fence_proxy_async_shared();
         }
@@ -73,16 +88,16 @@ kernel! {
             sync_threads();
         }
         let mut a_desc = match () {
-            _ if is(Variant::Swizzled) => MatrixDescriptor::k_major(0, 16, 1024, Swizzle::Bytes128),
-            _ if is(Variant::SwizzledReadPlain) => MatrixDescriptor::k_major(0, 16, 1024, Swizzle::None),
-            _ if is(Variant::SwappedStrides) => MatrixDescriptor::k_major(0, 128, 1024, Swizzle::None),
-            _ if is(Variant::WildStride) => MatrixDescriptor::k_major(0, 1024, 4096, Swizzle::None),
-            _ => MatrixDescriptor::k_major(0, 1024, 128, Swizzle::None),
+            _ if is(Variant::Swizzled) || is(Variant::SwizzledUnaligned) => MatrixDescriptor::k_major(a_at, 16, 1024, Swizzle::Bytes128),
+            _ if is(Variant::SwizzledReadPlain) => MatrixDescriptor::k_major(a_at, 16, 1024, Swizzle::None),
+            _ if is(Variant::SwappedStrides) => MatrixDescriptor::k_major(a_at, 128, 1024, Swizzle::None),
+            _ if is(Variant::WildStride) => MatrixDescriptor::k_major(a_at, 1024, 4096, Swizzle::None),
+            _ => MatrixDescriptor::k_major(a_at, 1024, 128, Swizzle::None),
         };
         if is(Variant::NonUniformDescriptor) && t == 5 {
             a_desc += 1;
         }
-        let b_desc = MatrixDescriptor::k_major(B_AT, 128, 128, Swizzle::None);
+        let b_desc = MatrixDescriptor::k_major(b_at, 128, 128, Swizzle::None);
         if !is(Variant::NoWgmmaFence) {
             wgmma_fence();
         }
@@ -91,11 +106,13 @@ kernel! {
         if is(Variant::MixedShapes) && t < 32 {
             let mut wide = [0.0; 32];
             wgmma_m64n64k8_f32_tf32(&mut wide, a_desc, b_desc, false);
+        } else if is(Variant::RegisterA) {
+            wgmma_m64n8k8_f32_tf32_rs(&mut acc, fragment, b_desc, accumulate);
         } else if !(is(Variant::Divergent) && t >= 96) {
             wgmma_m64n8k8_f32_tf32(&mut acc, a_desc, b_desc, accumulate);
         }
         if is(Variant::OverwriteBeforeWait) && t == 0 {
-            smem_st(0, 0.0);
+            smem_st(a_at, 0.0);
         }
         wgmma_commit_group();
         if !is(Variant::NoWait) {
@@ -103,12 +120,12 @@ kernel! {
         }
         fence_accumulators(&mut acc);
         if is(Variant::OverwriteWithoutBarrier) && t == 127 {
-            smem_st(0, 0.0);
+            smem_st(a_at, 0.0);
         }
         if !is(Variant::NoWait) {
             // After every wait and a barrier the operands may be overwritten.
             sync_threads();
-            smem_st(t * 4, 0.0);
+            smem_st(a_at + t * 4, 0.0);
         }
         if t < 128 {
             for (i, v) in acc.iter().enumerate() {
@@ -140,8 +157,14 @@ fn run(variant: Variant, threads: u32) -> Result<Vec<f32>, String> {
     Ok(d)
 }
 
-/// `start + Σ_k round(a[r, k]) round(b[k, c])`, products exact, summed in f64.
+/// `start + Σ_k round(a[r, k]) round(b[k, c])`, products exact, summed in
+/// f64, rounded toward zero (the tensor core's rounding in the model).
 fn expected(round: impl Fn(f32) -> f32, start: f64) -> Vec<f32> {
+    expected_rounding(round, start, round_toward_zero)
+}
+
+/// [`expected`] with the sum rounded by `sum_round`.
+fn expected_rounding(round: impl Fn(f32) -> f32, start: f64, sum_round: fn(f64) -> f32) -> Vec<f32> {
     let (a, b) = inputs();
     let mut d = vec![0.0; 64 * 8];
     for r in 0..64 {
@@ -150,7 +173,7 @@ fn expected(round: impl Fn(f32) -> f32, start: f64) -> Vec<f32> {
             for k in 0..8 {
                 s += round(a[r * 8 + k]) as f64 * round(b[k * 8 + c]) as f64;
             }
-            d[r * 8 + c] = s as f32;
+            d[r * 8 + c] = sum_round(s);
         }
     }
     d
@@ -165,9 +188,13 @@ fn the_right_layout_gives_the_exact_tf32_products() {
     let want = expected(tf32_rna, 0.0);
     assert_eq!(differing(&run(Variant::Correct, 128).unwrap(), &want), 0);
     assert_eq!(differing(&run(Variant::Swizzled, 128).unwrap(), &want), 0);
+    assert_eq!(differing(&run(Variant::RegisterA, 128).unwrap(), &want), 0);
     assert_eq!(differing(&run(Variant::Accumulate, 128).unwrap(), &expected(tf32_rna, 1.0)), 0);
     // Two warpgroups, each multiplying the same operands.
     assert_eq!(differing(&run(Variant::Correct, 256).unwrap(), &want), 0);
+    // The sums are truncated, not rounded to nearest.
+    let nearest = expected_rounding(tf32_rna, 0.0, |s| s as f32);
+    assert!(differing(&want, &nearest) > 100, "only {} of 512 sums differ", differing(&want, &nearest));
 }
 
 #[test]
@@ -185,7 +212,7 @@ fn a_wrong_descriptor_gives_wrong_sums_or_an_error() {
         assert!(differing(&got, &want) > 400, "{variant:?}: only {} of 512 differ", differing(&got, &want));
     }
     let err = run(Variant::WildStride, 128).unwrap_err();
-    assert!(err.contains("reads shared bytes") && err.contains("8448-byte block allocation"), "{err}");
+    assert!(err.contains("reads shared bytes") && err.contains(&format!("{SHARED}-byte block allocation")), "{err}");
 }
 
 #[test]
@@ -200,6 +227,7 @@ fn each_missing_step_is_an_error_with_a_message() {
         (Variant::OverwriteBeforeWait, 128, "it is still in flight"),
         (Variant::OverwriteWithoutBarrier, 128, "no barrier separates the waits from this store"),
         (Variant::NoWait, 128, "not waited for"),
+        (Variant::SwizzledUnaligned, 128, "128 bytes into a 1024-byte pattern"),
         (Variant::Correct, 64, "partial warpgroup 0"),
     ];
     for (variant, threads, message) in cases {

@@ -3,10 +3,12 @@
 //!
 //! A warpgroup (four consecutive warps, the first a multiple of four) issues
 //! one `wgmma.mma_async.m64nNk8.f32.tf32.tf32` together: D (64 x N, FP32,
-//! spread over the 128 threads' registers) += A (64 x 8) · B (8 x N). A and
-//! B are read from shared memory through 64-bit matrix descriptors
-//! ([`MatrixDescriptor`]), both K-major: TF32 has no transposed form, so
-//! A is stored by rows of K and B by columns of K.
+//! spread over the 128 threads' registers) += A (64 x 8) · B (8 x N). B is
+//! read from shared memory through a 64-bit matrix descriptor
+//! ([`MatrixDescriptor`]); A either the same way (`wgmma_m64nNk8_f32_tf32`)
+//! or from four registers of each thread (`..._rs`, see
+//! [`a_fragment_position`]). Shared operands are K-major: TF32 has no
+//! transposed form, so A is stored by rows of K and B by columns of K.
 //!
 //! The order a kernel follows (PTX ISA 9.7.15): shared stores of the
 //! operands, [`fence_proxy_async_shared`] in every storing thread, a
@@ -17,17 +19,32 @@
 //! wait completes the multiply for the waiting warp only).
 //!
 //! On the host each instruction is an emulator call. The multiply is a
-//! warpgroup collective: the emulator decodes both descriptors against the
-//! block's shared memory by the ISA's layout rules, uses only the TF32 bits
-//! of each element (the hardware ignores the low 13), and hands each thread
-//! its fragment of D (see [`accumulator_position`]).
+//! warpgroup collective: the emulator decodes the descriptors against the
+//! block's shared memory by the ISA's layout rules (or gathers A from the
+//! 128 threads' fragments), uses only the TF32 bits of each element (the
+//! hardware ignores the low 13), and hands each thread its fragment of D
+//! (see [`accumulator_position`]). The emulated shared window starts at
+//! byte [`EMULATED_WINDOW_BASE`], which is not a multiple of 128: a kernel
+//! whose swizzled operands need their atoms aligned must align them from
+//! the window address ([`smem_window_address`]), as on the GPU, where the
+//! dynamic shared memory is promised 16-byte alignment only; the emulator
+//! rejects a swizzled descriptor whose atoms are not aligned.
 //!
 //! Numerics on the host: each product of two TF32 values is exact, the
 //! eight products of one instruction and the accumulator are summed in f64
-//! and rounded once to f32. The ISA leaves the tensor core's order and
-//! rounding unspecified, so the GPU may differ in the last bits of each
-//! instruction's sum; with integer inputs whose sums stay below 2^24 both
-//! are exact and must agree bit for bit.
+//! and rounded once to f32, toward zero ([`round_toward_zero`]). The ISA
+//! leaves the tensor core's order and rounding unspecified; truncation is
+//! what the H200 was measured to do: mage-008's outputs on the GPU against
+//! this model rounding to nearest (results/candidates-1) differ as a
+//! truncation per instruction predicts (a host model of exact sums
+//! truncated, against the same sums rounded to nearest, on normal inputs of
+//! the same shapes: 104 of 323 outputs bit-identical at k = 23, 232 of
+//! 9100 at k = 200, 1267 of 65536 at k = 256, the largest differences
+//! 1.2e-7, 2.6e-6 and 3.8e-6; the GPU: 107 of 323, 299 of 9100, 1689 of
+//! 65536, and 1.8e-7, 2.6e-6, 4.8e-6). The GPU may still differ in the
+//! last bit where it aligns the products before summing them; with
+//! integer inputs whose sums stay below 2^24 both are exact and must agree
+//! bit for bit.
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::emu;
@@ -59,6 +76,21 @@ pub fn tf32_rna(x: f32) -> f32 {
 
 /// The bits of an f32 that a `.tf32` operand keeps.
 pub const TF32_MASK: u32 = 0xFFFF_E000;
+
+/// `x` truncated to TF32 (toward zero): what a multiply reads from an f32
+/// whose low 13 bits are not zero. Its relative error is below 2^-10.
+#[inline(always)]
+pub fn tf32_trunc(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() & TF32_MASK)
+}
+
+/// `x` rounded to f32 toward zero: how the emulator's tensor core rounds
+/// each instruction's sum (see the module doc).
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn round_toward_zero(x: f64) -> f32 {
+    let r = x as f32;
+    if r.is_finite() && (r as f64).abs() > x.abs() { f32::from_bits(r.to_bits() - 1) } else { r }
+}
 
 /// `fence.proxy.async.shared::cta`: this thread's shared-memory stores so
 /// far become visible to the async proxy, which wgmma reads through. Every
@@ -118,8 +150,9 @@ pub fn wgmma_wait_group<const N: u32>() {
 }
 
 /// Where the block's dynamic shared memory byte `offset` lies in the
-/// shared window, the address a descriptor holds. The emulator's window
-/// starts at 0.
+/// shared window, the address a descriptor holds. On the GPU the
+/// allocation is promised 16-byte alignment only; the emulator's starts at
+/// [`EMULATED_WINDOW_BASE`].
 #[inline(always)]
 pub fn smem_window_address(offset: u32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
@@ -128,8 +161,23 @@ pub fn smem_window_address(offset: u32) -> u32 {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        offset
+        EMULATED_WINDOW_BASE + offset
     }
+}
+
+/// The shared-window address of byte 0 of a block's dynamic shared memory
+/// on the emulator: a multiple of 16 and of nothing larger than 16, so
+/// that a kernel that needs 128- or 1024-byte aligned swizzle atoms must
+/// align them itself (see [`align_up_in_window`]).
+pub const EMULATED_WINDOW_BASE: u32 = 0x0190;
+
+/// The smallest byte offset `o >= offset` of the block's dynamic shared
+/// memory whose window address is a multiple of `align` (a power of two):
+/// where a swizzled operand of `align`-byte atoms may start. Allocate
+/// `align - 16` bytes more than the operands need.
+#[inline(always)]
+pub fn align_up_in_window(offset: u32, align: u32) -> u32 {
+    offset + (smem_window_address(offset).wrapping_neg() & (align - 1))
 }
 
 /// How a shared-memory operand is swizzled (descriptor bits 62-63).
@@ -157,6 +205,15 @@ impl Swizzle {
             Swizzle::Bytes64 => 64,
             Swizzle::Bytes32 => 32,
         }
+    }
+
+    /// The bytes after which the XOR pattern repeats: 8 rows of an atom
+    /// (1024 for 128-byte swizzle). A descriptor with base offset 0 must
+    /// start at a window address whose bits 7 and up, below this, are zero
+    /// (CUTLASS asserts the same); bits 4-6, a start further along K within
+    /// the row, are free.
+    pub const fn pattern_bytes(self) -> u32 {
+        8 * self.row_bytes()
     }
 }
 
@@ -244,6 +301,19 @@ pub const fn accumulator_position(thread: u32, register: u32) -> (u32, u32) {
     (row, col)
 }
 
+/// Where register `register` (0..4) of thread `thread` (0..128 in its
+/// warpgroup) lies in the 64 x 8 A operand of `wgmma.mma_async.m64nNk8`
+/// with A from registers (PTX ISA figure "WGMMA .m64nNk8 register fragment
+/// layout for matrix A"; CUTLASS's `ALayout_64x8`): warp `w` holds rows
+/// `16 w..16 w + 16`; lane `l` holds rows `l / 4` and `l / 4 + 8` and K
+/// columns `l % 4` and `l % 4 + 4`. Registers: (row, k), (row + 8, k),
+/// (row, k + 4), (row + 8, k + 4). Returns (row, k).
+#[inline(always)]
+pub const fn a_fragment_position(thread: u32, register: u32) -> (u32, u32) {
+    let (warp, lane) = (thread / 32, thread % 32);
+    (16 * warp + lane / 4 + 8 * (register % 2), lane % 4 + 4 * (register / 2))
+}
+
 /// Accumulator fragments of the shapes below: one f32 register per element
 /// a thread holds (`N / 2` for `m64nNk8`).
 pub trait Accumulators {
@@ -260,7 +330,7 @@ pub fn fence_accumulators(d: &mut impl Accumulators) {
 }
 
 macro_rules! mma_tf32_shapes {
-    ($($(#[$doc:meta])* $name:ident, $n:literal => [$first:literal $(, $rest:literal)*];)*) => {$(
+    ($($(#[$doc:meta])* $name:ident, $rs:ident, $n:literal => [$first:literal $(, $rest:literal)*];)*) => {$(
         $(#[$doc])*
         ///
         /// `a` and `b` are K-major matrix descriptors ([`MatrixDescriptor`]),
@@ -286,7 +356,34 @@ macro_rules! mma_tf32_shapes {
                 )
             };
             #[cfg(not(target_arch = "nvptx64"))]
-            host::mma(d, a, b, accumulate, concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32"));
+            host::mma(d, None, a, b, accumulate, concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32"));
+        }
+
+        /// The same multiply with A from registers: `a` is this thread's
+        /// four values of the 64 x 8 A ([`a_fragment_position`]), read as
+        /// TF32 (their low 13 bits ignored); `b` a K-major descriptor.
+        /// The ISA forbids writing `a`'s registers before the
+        /// [`wgmma_wait_group`] that completes the multiply; in Rust they
+        /// are values, and the compiler keeps them (ptxas tracks the
+        /// asynchronous read).
+        #[inline(always)]
+        pub fn $rs(d: &mut [f32; $n / 2], a: [f32; 4], b: u64, accumulate: bool) {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: as for the shared-memory form.
+            unsafe {
+                asm!(
+                    concat!(
+                        "{{\n.reg .pred p;\nsetp.ne.b32 p, {scale}, 0;\nwgmma.mma_async.sync.aligned.m64n", $n,
+                        "k8.f32.tf32.tf32 {{{", $first, "}" $(, ", {", $rest, "}")*, "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1;\n}}"
+                    ),
+                    inout(reg32) d[$first], $(inout(reg32) d[$rest],)*
+                    a0 = in(reg32) a[0].to_bits(), a1 = in(reg32) a[1].to_bits(), a2 = in(reg32) a[2].to_bits(), a3 = in(reg32) a[3].to_bits(),
+                    b = in(reg64) b, scale = in(reg32) accumulate as u32,
+                    options(nostack),
+                )
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            host::mma(d, Some(a), 0, b, accumulate, concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 (A from registers)"));
         }
 
         impl Accumulators for [f32; $n / 2] {
@@ -304,18 +401,18 @@ macro_rules! mma_tf32_shapes {
 
 mma_tf32_shapes! {
     /// `wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32`: D (64 x 8) += A (64 x 8) · B (8 x 8).
-    wgmma_m64n8k8_f32_tf32, 8 => [0, 1, 2, 3];
+    wgmma_m64n8k8_f32_tf32, wgmma_m64n8k8_f32_tf32_rs, 8 => [0, 1, 2, 3];
     /// `wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32`: D (64 x 64) += A (64 x 8) · B (8 x 64).
-    wgmma_m64n64k8_f32_tf32, 64 => [
+    wgmma_m64n64k8_f32_tf32, wgmma_m64n64k8_f32_tf32_rs, 64 => [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
     ];
     /// `wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32`: D (64 x 128) += A (64 x 8) · B (8 x 128).
-    wgmma_m64n128k8_f32_tf32, 128 => [
+    wgmma_m64n128k8_f32_tf32, wgmma_m64n128k8_f32_tf32_rs, 128 => [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
     ];
     /// `wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32`: D (64 x 256) += A (64 x 8) · B (8 x 256).
-    wgmma_m64n256k8_f32_tf32, 256 => [
+    wgmma_m64n256k8_f32_tf32, wgmma_m64n256k8_f32_tf32_rs, 256 => [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
         64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
@@ -331,8 +428,22 @@ mod host {
     /// K of one instruction.
     const K: u32 = 8;
 
-    pub(super) fn mma<const R: usize>(d: &mut [f32; R], a: u64, b: u64, accumulate: bool, instruction: &'static str) {
-        let lane = emu::WarpgroupLane { instruction, uniform: vec![a, b, accumulate as u64], registers: d.to_vec() };
+    /// One thread's part of a multiply: `a` is its A fragment where A
+    /// comes from registers (then `a_desc` is unused).
+    pub(super) fn mma<const R: usize>(
+        d: &mut [f32; R],
+        a: Option<[f32; 4]>,
+        a_desc: u64,
+        b: u64,
+        accumulate: bool,
+        instruction: &'static str,
+    ) {
+        let lane = emu::WarpgroupLane {
+            instruction,
+            uniform: vec![a_desc, b, accumulate as u64],
+            registers: d.to_vec(),
+            fragment: a.map_or(vec![], |a| a.to_vec()),
+        };
         d.copy_from_slice(&emu::warpgroup_async_op(lane, mma_tf32));
     }
 
@@ -349,7 +460,10 @@ mod host {
         linear ^ (((linear >> 7) & bits) << 4)
     }
 
-    /// `rows` x 8 TF32 values of a K-major operand, each with its low 13 bits dropped.
+    /// `rows` x 8 TF32 values of a K-major operand, each with its low 13
+    /// bits dropped. A swizzled operand must start where its pattern
+    /// starts (window address bits 7 and up, below the pattern's size,
+    /// zero), the case the model and the GPU agree on.
     fn operand(name: &str, d: u64, rows: u32, instruction: &str) -> Vec<[f64; K as usize]> {
         let desc = MatrixDescriptor::decode(d).unwrap_or_else(|e| panic!("`{instruction}`, operand {name}: {e}"));
         if desc.base_offset != 0 {
@@ -358,11 +472,27 @@ mod host {
                 desc.base_offset
             );
         }
+        let pattern = desc.swizzle.pattern_bytes();
+        if desc.swizzle != Swizzle::None && desc.address % pattern >= 128 {
+            panic!(
+                "`{instruction}`, operand {name}: {:?} swizzle from shared-window address {:#x}, {} bytes into a {pattern}-byte pattern; \
+                 with base offset 0 the operand must start on a multiple of {pattern} (plus at most 112 bytes along K): align it by its \
+                 window address (align_up_in_window), not by its offset in the block's shared memory",
+                desc.swizzle,
+                desc.address,
+                desc.address % pattern
+            );
+        }
+        let offset = |address: u32| {
+            address.checked_sub(EMULATED_WINDOW_BASE).unwrap_or_else(|| {
+                panic!("`{instruction}`, operand {name}: shared-window address {address:#x} lies before the block's shared memory")
+            })
+        };
         (0..rows)
             .map(|row| {
                 let mut values = [0.0; K as usize];
                 for (k, v) in values.iter_mut().enumerate() {
-                    let bits = emu::async_shared_load(k_major_address(&desc, row, k as u32));
+                    let bits = emu::async_shared_load(offset(k_major_address(&desc, row, k as u32)));
                     *v = f32::from_bits(bits & TF32_MASK) as f64;
                 }
                 values
@@ -370,13 +500,27 @@ mod host {
             .collect()
     }
 
+    /// A (64 x 8) from the 128 threads' fragments ([`a_fragment_position`]),
+    /// each value with its low 13 bits dropped.
+    fn register_operand(lanes: &[emu::WarpgroupLane]) -> Vec<[f64; K as usize]> {
+        let mut a = vec![[0.0; K as usize]; 64];
+        for (thread, lane) in lanes.iter().enumerate() {
+            for (register, v) in lane.fragment.iter().enumerate() {
+                let (row, k) = a_fragment_position(thread as u32, register as u32);
+                a[row as usize][k as usize] = f32::from_bits(v.to_bits() & TF32_MASK) as f64;
+            }
+        }
+        a
+    }
+
     /// D (64 x N) = A · B (+ D): each thread's registers at
     /// [`accumulator_position`]; the exact products and the accumulator
-    /// summed in f64, rounded once.
+    /// summed in f64 (the accumulator first, then K in order), rounded once
+    /// toward zero.
     fn mma_tf32(lanes: &mut [emu::WarpgroupLane]) {
         let (instruction, uniform) = (lanes[0].instruction, lanes[0].uniform.clone());
         let n = lanes[0].registers.len() as u32 * 2;
-        let a = operand("A", uniform[0], 64, instruction);
+        let a = if lanes[0].fragment.is_empty() { operand("A", uniform[0], 64, instruction) } else { register_operand(lanes) };
         let b = operand("B", uniform[1], n, instruction);
         let accumulate = uniform[2] != 0;
         for (thread, lane) in lanes.iter_mut().enumerate() {
@@ -386,7 +530,7 @@ mod host {
                 for k in 0..K as usize {
                     sum += a[row as usize][k] * b[col as usize][k];
                 }
-                *d = sum as f32;
+                *d = round_toward_zero(sum);
             }
         }
     }
@@ -455,6 +599,55 @@ mod tests {
                 let (r, c) = accumulator_position(t, v);
                 assert!(!std::mem::replace(&mut seen[(r * n + c) as usize], true));
             }
+        }
+    }
+
+    /// The A fragment layout against CUTLASS's `ALayout_64x8` (register
+    /// source, 32-bit types): thread `t`, value `v` at linear position
+    /// `64 (t % 4) + (t / 4) % 8 + 16 (t / 32) + 8 (v % 2) + 256 (v / 2)`
+    /// of the column-major 64 x 8 tile.
+    #[test]
+    fn the_a_fragment_is_cutlass_alayout_64x8() {
+        let mut seen = [false; 64 * 8];
+        for t in 0..128 {
+            for v in 0..4 {
+                let linear = 64 * (t % 4) + (t / 4) % 8 + 16 * (t / 32) + 8 * (v % 2) + 256 * (v / 2);
+                assert_eq!(a_fragment_position(t, v), (linear % 64, linear / 64), "thread {t} register {v}");
+                assert!(!std::mem::replace(&mut seen[linear as usize], true));
+            }
+        }
+    }
+
+    #[test]
+    fn sums_round_toward_zero() {
+        let one_and_half_ulp = 1.0 + 1.5 * f32::EPSILON as f64;
+        assert_eq!(round_toward_zero(one_and_half_ulp), 1.0 + f32::EPSILON);
+        assert_eq!(round_toward_zero(-one_and_half_ulp), -1.0 - f32::EPSILON);
+        assert_eq!(round_toward_zero(1.0 + 0.9 * f32::EPSILON as f64), 1.0);
+        assert_eq!(round_toward_zero(0.1), f32::from_bits(0.1f32.to_bits() - 1), "0.1 as f32 rounds up; truncated it is one below");
+        assert_eq!(round_toward_zero(3.0), 3.0);
+        assert_eq!(round_toward_zero(0.0).to_bits(), 0);
+    }
+
+    #[test]
+    fn truncation_keeps_the_tf32_bits() {
+        assert_eq!(tf32_trunc(1.0 + 2f32.powi(-10) * 0.99), 1.0);
+        assert_eq!(tf32_trunc(-1.999), -f32::from_bits(1.999f32.to_bits() & TF32_MASK));
+        for x in [0.1f32, -3.7, 1e-30, 6.02e23] {
+            let (hi, lo) = (tf32_trunc(x), x - tf32_trunc(x));
+            assert_eq!(hi + lo, x, "the split of {x} is exact");
+            assert!(lo.abs() < hi.abs() * 2f32.powi(-10) && lo * x >= 0.0, "{x}");
+        }
+    }
+
+    #[test]
+    fn aligning_in_the_window_rounds_the_address_up() {
+        assert_eq!(EMULATED_WINDOW_BASE % 16, 0);
+        assert_ne!(EMULATED_WINDOW_BASE % 32, 0);
+        for offset in [0, 16, 624, 625 * 16, 5000 * 16] {
+            let at = align_up_in_window(offset, 1024);
+            assert_eq!(smem_window_address(at) % 1024, 0);
+            assert!(at >= offset && at - offset < 1024);
         }
     }
 

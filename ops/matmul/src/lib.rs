@@ -14,6 +14,7 @@
 //! | [`mage_006`] | two shared buffers, the next K tile copied by `cp.async` while the multiply-adds run |
 //! | [`mage_007`] | 128x128 block tile, an 8x8 register tile per thread in 32x64 warp tiles, K step 16, one barrier per K step |
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
+//! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
@@ -24,11 +25,14 @@
 //! where the rows they read and write allow it and `_scalar` otherwise,
 //! and the plan picks one (see [`vector_rows`]).
 //!
-//! Every FP32 stage accumulates each output as `acc = fma(a[i, p], b[p, j], acc)`
-//! for `p = 0, 1, ..., k - 1` in that order, so all of them give the same
-//! bits on the emulator, and the GPU gives those bits too (explicit `fma`,
-//! nothing left to contraction). The TF32 stages are checked under their
-//! own tolerance ([`stage_tolerance`]).
+//! Every stage through mage-007 ([`FMA_STAGES`]) accumulates each output as
+//! `acc = fma(a[i, p], b[p, j], acc)` for `p = 0, 1, ..., k - 1` in that
+//! order, so all of them give the same bits on the emulator, and the GPU
+//! gives those bits too (explicit `fma`, nothing left to contraction).
+//! mage-009 sums three TF32 products per term on tensor cores: other bits,
+//! under the same tolerance ([`tolerance`]; its error analysis is in
+//! [`mage_009`]). The TF32 stage is checked under its own tolerance
+//! ([`stage_tolerance`]).
 //!
 //! The crate's PTX targets sm_90a (`[package.metadata.mage]` in its
 //! `Cargo.toml`), which `wgmma` needs; the FP32 stages use nothing that
@@ -41,6 +45,7 @@ pub mod mage_003;
 pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
+pub mod mage_009;
 pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -276,8 +281,13 @@ mod host {
         Tolerance::new(1e-6 + gamma(k + 1, 2.0 * U) * (1.0 + TF32_PRODUCT_ERROR) * abs_products_bound(k), 0.0)
     }
 
+    /// The stages that sum each output by one `fma` per term in order: the
+    /// same bits, all of them.
+    pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+
     /// The stages under the op's FP32 contract, oldest first.
-    pub static FP32_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+    pub static FP32_STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_009::STAGE];
 
     /// The stages whose products are TF32's: outside the op's FP32 contract,
     /// never picked by `current`, checked under [`tf32_tolerance`].
@@ -296,8 +306,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE];
+    pub static STAGES: [&Stage; 7] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE, &mage_009::STAGE];
 
     /// The op over these stages.
     macro_rules! matmul_op {

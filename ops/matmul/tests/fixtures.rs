@@ -1,6 +1,7 @@
 //! The committed golden cases under fixtures/ (expected outputs from numpy,
-//! `fixtures/expected.py`): every FP32 stage that supports their dims under
-//! the op's tolerance, and every TF32 stage under its own.
+//! `fixtures/expected.py`): every stage under the FP32 contract (mage-009
+//! included) that supports their dims under the op's tolerance, and every
+//! TF32 stage under its own.
 
 use mage_common::fixtures::{check_golden_cases, committed_cases, read_case};
 use mage_common::numeric::compare;

@@ -13,7 +13,9 @@ fn ptxas_resource_requests() {
 /// ptxas keeps the TF32 stages' multiplies asynchronous: none of its notes
 /// on wgmma (C75xx: multiplies serialized, a warpgroup wait or arrive
 /// injected), which it writes when the accumulators are touched between a
-/// multiply and its wait.
+/// multiply and its wait (and, in mage-009, when a partial sum written in
+/// one trip of the K loop is read in the next). mage-009's entries use no
+/// stack and spill nothing, read from ptxas's own line for each entry.
 #[test]
 fn ptxas_keeps_the_wgmma_asynchronous() {
     let ptx = mage_common::tools::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
@@ -28,4 +30,18 @@ fn ptxas_keeps_the_wgmma_asynchronous() {
     let notes: Vec<&str> = report.lines().filter(|l| l.contains("(C75") || l.contains("injected") || l.contains("serializ")).collect();
     assert!(notes.is_empty(), "{}", notes.join("\n"));
     assert!(text.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
+    // mage-009: A from registers (`{a0, a1, a2, a3}`), 64 and 128 rows.
+    for n in [64, 128] {
+        assert!(text.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{")), "no m64n{n}k8");
+    }
+    assert!(text.contains("}, {%r"), "no multiply with A from registers");
+    // Each entry's own properties line (the one right after `Function
+    // properties for <entry>`): no stack, no spills.
+    let lines: Vec<&str> = report.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(entry) = line.split("Function properties for ").nth(1).filter(|e| e.starts_with("matmul_3xtf32")) {
+            let properties = lines.get(i + 1).copied().unwrap_or_default();
+            assert!(properties.contains("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"), "{entry}: {properties}");
+        }
+    }
 }

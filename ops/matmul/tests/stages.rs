@@ -9,8 +9,8 @@ use mage_common::device::wgmma::tf32_rna;
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, Op, Stage, check_current, check_stage, emulate, fit_last_dim};
 use mage_matmul::{
-    FP32_STAGES, OP, STAGES, TF32_STAGES, current, is_tf32, mage_006, mage_007, mage_008, stage_tolerance, tf32_sum_tolerance,
-    tf32_tolerance, tolerance,
+    FMA_STAGES, FP32_STAGES, OP, STAGES, TF32_STAGES, current, is_tf32, mage_006, mage_007, mage_008, mage_009, stage_tolerance,
+    tf32_sum_tolerance, tf32_tolerance, tolerance,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
@@ -88,15 +88,15 @@ fn named_shapes_on_every_stage() {
     }
 }
 
-/// Every FP32 stage sums each output in the same order with `fma`, and a
+/// Every FMA stage sums each output in the same order with `fma`, and a
 /// zero-filled term adds nothing, so all of them give the same bits: a
 /// check with no tolerance at all.
 #[test]
-fn every_fp32_stage_gives_the_same_bits() {
+fn every_fma_stage_gives_the_same_bits() {
     for d in [[17, 19, 23], [33, 70, 65], [64, 128, 96], [5, 3, 129]] {
         let inputs = inputs(&d, 7);
-        let first = emulate(&OP, FP32_STAGES[0], &d, &inputs).unwrap();
-        for stage in &FP32_STAGES[1..] {
+        let first = emulate(&OP, FMA_STAGES[0], &d, &inputs).unwrap();
+        for stage in &FMA_STAGES[1..] {
             let out = emulate(&OP, stage, &d, &inputs).unwrap();
             let differ = first.iter().zip(&out).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
             assert_eq!(differ, 0, "{} differs from {} in {differ} elements at {d:?}", stage.name, STAGES[0].name);
@@ -205,7 +205,11 @@ fn the_tf32_stages_are_outside_the_fp32_contract() {
     let names = |s: &[&Stage]| s.iter().map(|s| s.name).collect::<Vec<_>>();
     let mut both = names(&FP32_STAGES);
     both.extend(names(&TF32_STAGES));
+    both.sort();
     assert_eq!(both, names(&STAGES));
+    assert!(FMA_STAGES.iter().all(|s| FP32_STAGES.iter().any(|f| f.name == s.name)));
+    assert!(FP32_STAGES.iter().all(|s| OP.outside_contract(s.name).is_none()));
+    assert!(TF32_STAGES.iter().all(|s| OP.outside_contract(s.name).is_some()));
     assert!(TF32_STAGES.iter().all(|s| is_tf32(s)) && FP32_STAGES.iter().all(|s| !is_tf32(s)));
     let d = [64, 64, 64];
     let inputs = inputs(&d, 9);
@@ -334,13 +338,151 @@ fn current_dispatches_by_shape() {
 }
 
 #[test]
-fn every_block_fits_in_48_kib_of_shared_memory() {
+fn every_block_fits_in_the_shared_memory_it_may_ask_for() {
     for stage in STAGES {
         for d in OP.sweep.iter().map(|w| w.dims).chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
             for l in (stage.plan)(d).launches {
-                assert!(l.shared_bytes <= 48 * 1024, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
+                // Up to mage-008, the 48 KiB every launch gets; mage-009 opts
+                // in to more (the runtime raises the kernel's limit), within
+                // the 227 KiB an H200 block may have.
+                let limit = if stage.name == "mage-009" { 227 * 1024 } else { 48 * 1024 };
+                assert!(l.shared_bytes <= limit, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
                 assert_eq!(l.grid.y * l.grid.z, 1);
             }
         }
+    }
+}
+
+/// A host model of mage-009's arithmetic, to the bit (the emulator's
+/// model of the tensor cores: each instruction sums the accumulator and
+/// its 8 exact products in f64, in K order, and rounds once toward zero): per K tile
+/// of 32, a partial sum from zero, per step of 8 K `part += Bᵀ_lo · A_hi`,
+/// `part += Bᵀ_hi · A_lo`, `part += Bᵀ_hi · A_hi`; then `acc += part` in
+/// FP32. `A_hi = trunc(a)` (the stored value, read as TF32), `A_lo =
+/// tf32(a - trunc(a))`, `B_hi = tf32(b)`, `B_lo = tf32(b - tf32(b))`;
+/// terms past `k` are zero.
+fn three_tf32_model(d: [u32; 3], inputs: &[HostBuf]) -> Vec<f32> {
+    use mage_common::device::wgmma::{round_toward_zero, tf32_trunc};
+    let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+    let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+    let split_a = |x: f32| (tf32_trunc(x) as f64, tf32_rna(x - tf32_trunc(x)) as f64);
+    let split_b = |x: f32| (tf32_rna(x) as f64, tf32_rna(x - tf32_rna(x)) as f64);
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for t0 in (0..k).step_by(32) {
+                let mut part = 0f32;
+                for k0 in (t0..t0 + 32).step_by(8) {
+                    let term = |p: usize| if p < k { (split_a(a[i * k + p]), split_b(b[p * n + j])) } else { ((0.0, 0.0), (0.0, 0.0)) };
+                    for product in 0..3 {
+                        let mut sum = if k0 == t0 && product == 0 { 0.0 } else { part as f64 };
+                        for p in k0..k0 + 8 {
+                            let ((ah, al), (bh, bl)) = term(p);
+                            sum += match product {
+                                0 => bl * ah,
+                                1 => bh * al,
+                                _ => bh * ah,
+                            };
+                        }
+                        part = round_toward_zero(sum);
+                    }
+                }
+                acc += part;
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
+/// mage-009's pipeline (K in tiles of 32, four stages, the copies of tile
+/// `t + 2` issued after the barrier of step `t` into the stage of tile
+/// `t - 2`, whose multiplies every thread waited for) and its tiles, on
+/// all four entries (64 and 128 rows, 16- and 4-byte copies):
+/// * k = 1, 8, 32: one K tile (1 and 8: most of it zero-filled);
+/// * k = 33, 64: two; 65, 96: three; 97, 128: four (every stage once);
+/// * k = 129, 160: five, the fifth back in the first stage; 200: seven;
+///
+/// with one block tile, exact or with tails in m and n, and with several
+/// whose edges fall inside the warpgroups' column slices and the
+/// accumulators' column pairs. The output must equal the host model of its
+/// arithmetic bit for bit, and lie within the op's tolerance.
+#[test]
+fn mage_009_pipeline_and_block_tiles() {
+    for rows in [64, 128] {
+        for k in [1, 8, 32, 33, 64, 65, 97, 129, 200] {
+            for (m, n) in [(rows, 128), (37, 29), (130, 260), (65, 131)] {
+                let d = [m, n, k];
+                let plan = mage_009::plan_with_rows(&d, rows);
+                let name = plan.launches[0].kernel.name;
+                assert!(name.contains(&format!("_m{rows}_")) && name.ends_with("_v4") == (n % 4 == 0 && k % 4 == 0), "{name} at {d:?}");
+                let inputs = inputs(&d, k as u64 + 300);
+                let out = mage_common::op::emulate_plan(&OP, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{name} at {d:?}: {e}"));
+                let model = three_tf32_model(d, &inputs);
+                let differ = out.iter().zip(&model).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                assert_eq!(differ, 0, "{name} at {d:?}: {differ} of {} elements differ from the model", out.len());
+                let cmp = compare(&out, &(OP.reference)(&d, &inputs), tolerance(&d, &inputs));
+                assert!(cmp.passed(), "{name} at {d:?}: {}", cmp.summary(&d));
+            }
+        }
+    }
+}
+
+/// mage-009 on the emulator against the op's FP32 tolerance across k = 1
+/// .. 8192 (64 x 128 outputs each, normal inputs): its largest error stays
+/// below a quarter of the tolerance. Beside it, the error of the FP32 fma
+/// chain every FMA stage computes, for the comparison the module doc of
+/// `mage_009` draws (printed with `--nocapture`): at small k the split's
+/// per-product error (up to 14 units of 2^-24 of each product, typically
+/// a few) exceeds the single rounding FP32 makes per term; from a few
+/// hundred terms on, the 3 roundings per 8 terms of the tensor cores'
+/// sums beat FP32's one per term.
+#[test]
+fn mage_009_stays_inside_the_fp32_tolerance_across_k() {
+    println!(
+        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "k", "tolerance", "max 3xTF32", "max FP32", "rel 3xTF32", "rel FP32", "ratio"
+    );
+    for k in [1u32, 2, 3, 5, 8, 13, 32, 64, 100, 256, 1000, 2048, 4096, 8192] {
+        let d = [64, 128, k];
+        let inputs = inputs(&d, k as u64 + 400);
+        let reference = (OP.reference)(&d, &inputs);
+        let tol = tolerance(&d, &inputs);
+        let out = emulate(&OP, &mage_009::STAGE, &d, &inputs).unwrap();
+        let three = compare(&out, &reference, tol);
+        let fp32 = compare(&fma_chain(d, &inputs, |x| x, |p| p), &reference, tol);
+        println!(
+            "{k:>5} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>6.3}",
+            tol.abs,
+            three.max_abs_err,
+            fp32.max_abs_err,
+            three.rel_l2_err,
+            fp32.rel_l2_err,
+            three.max_abs_err / tol.abs
+        );
+        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "k = {k}: {}", three.summary(&d));
+    }
+}
+
+/// mage-009 at transformer hidden sizes (k = 768, 1024, 3072, 4096, both
+/// entries) inside a quarter of the op's FP32 tolerance, and no less
+/// accurate than the FP32 fma chain (relative L2 error) from k = 768 on.
+#[test]
+fn mage_009_at_hidden_sizes() {
+    for d in [[96, 768, 768], [128, 256, 1024], [64, 130, 3072], [64, 256, 4096]] {
+        let inputs = inputs(&d, d[2] as u64 + 500);
+        let reference = (OP.reference)(&d, &inputs);
+        let tol = tolerance(&d, &inputs);
+        let out = emulate(&OP, &mage_009::STAGE, &d, &inputs).unwrap();
+        let three = compare(&out, &reference, tol);
+        let fp32 = compare(&fma_chain(d, &inputs, |x| x, |p| p), &reference, tol);
+        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "{d:?}: {}", three.summary(&d));
+        assert!(
+            three.rel_l2_err <= fp32.rel_l2_err,
+            "{d:?}: relative L2 error {:.3e} against FP32's {:.3e}",
+            three.rel_l2_err,
+            fp32.rel_l2_err
+        );
     }
 }
