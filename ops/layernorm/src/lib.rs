@@ -59,9 +59,9 @@ pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
+pub mod space;
 pub mod try_ln_duo;
 pub mod try_ln_held8;
-pub mod space;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
