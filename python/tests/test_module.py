@@ -137,7 +137,7 @@ class Cases(unittest.TestCase):
         self.assertGreaterEqual(n, 15)
         power = mage.read_case("neighbor", str(FIXTURES / "neighbor-64x16x2000-power-law"))
         self.assertEqual((power.generator, power.label), ("power-law", "64x16x2000 power-law"))
-        self.assertEqual(power.current(), "mage-002")
+        self.assertEqual(power.current(), "mage-005")
         self.assertEqual(mage.read_case("neighbor", str(FIXTURES / "neighbor-7x9x23")).current(), "mage-001")
 
     def copy(self, name):

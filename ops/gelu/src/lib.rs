@@ -9,7 +9,6 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
-//! | [`try_gelu_rows`] | candidate: a two-dimensional grid, each thread one column quad of two rows: one bias load, no remainder |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //!
 //! # Why not `tanh.approx`
@@ -28,7 +27,6 @@
 
 pub mod mage_001;
 pub mod mage_002;
-pub mod try_gelu_rows;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -109,7 +107,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first, then the candidates.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &try_gelu_rows::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     /// Widths whose quads never straddle two rows.
     pub fn supports_quads(d: &[u32]) -> bool {

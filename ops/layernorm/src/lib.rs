@@ -14,8 +14,6 @@
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
 //! | [`mage_009`] | two warps per row, four rows per block, two to four held quads per lane, merged without a division |
 //! | [`mage_010`] | a block per row (128 to 512 threads), four quads per thread loaded before any is used, merged without a division |
-//! | [`try_ln_duo`] | candidate: mage-009's row of two warps in a block of its own, no barrier shared between rows |
-//! | [`try_ln_held8`] | candidate: eight held quads per thread, half mage-010's threads per row, more rows resident per SM |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
@@ -60,8 +58,6 @@ pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
 pub mod space;
-pub mod try_ln_duo;
-pub mod try_ln_held8;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -268,8 +264,8 @@ mod host {
         ]
     }
 
-    /// The registry: every stage, oldest first, then the candidates.
-    pub static STAGES: [&Stage; 10] = [
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 8] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -278,8 +274,6 @@ mod host {
         &mage_008::STAGE,
         &mage_009::STAGE,
         &mage_010::STAGE,
-        &try_ln_duo::STAGE,
-        &try_ln_held8::STAGE,
     ];
 
     /// One kernel entry of a stage: blocks of `rows` groups of `threads`

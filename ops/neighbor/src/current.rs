@@ -14,7 +14,7 @@
 //! |---|---|
 //! | up to 2^17 edges and `D` ≤ 64 | mage-004 (mage-001 where `width % 4 != 0`) |
 //! | more edges, `D` ≤ 64, `width % 4 == 0` | mage-003 |
-//! | anything else | mage-002 (mage-001 where its scratch would not fit) |
+//! | anything else | mage-005 (mage-002 at widths not a multiple of 4, mage-001 where neither fits) |
 //!
 //! The measurements behind each line (CUPTI kernel time in µs, hot L2,
 //! H200, from `results/candidates-1/sweep-neighbor.json`): uniform graphs
@@ -33,8 +33,21 @@
 //! | 65536x64x1048576 power-law | 16745 | **74.67** | 78.69 | 19148 | 94.74 | mage-002 |
 //! | 7x9x23 | **1.34** | 4.89 | – | – | – | mage-001 |
 //! <!-- /mage:table -->
+//!
+//! mage-005 (`try-split` when measured) against the merge-path stages, in
+//! one later session (`results/candidates-2/sweep-neighbor.json`):
+//!
+//! <!-- mage:table sweep results/candidates-2/sweep-neighbor.json stages=mage-002,mage-003,try-split -->
+//! | shape | mage-002 | mage-003 | try-split | current |
+//! |---|---|---|---|---|
+//! | 4096x64x65536 | 10.21 | 9.02 | **8.66** | mage-004 |
+//! | 4096x64x65536 power-law | 18.13 | 19.12 | **13.36** | mage-002 |
+//! | 65536x64x1048576 | 56.65 | **42.59** | 61.14 | mage-003 |
+//! | 65536x64x1048576 power-law | 74.39 | 78.46 | **65.98** | mage-002 |
+//! | 7x9x23 | **5.00** | – | – | mage-001 |
+//! <!-- /mage:table -->
 
-use crate::{mage_001, mage_002, mage_003, mage_004, max_degree};
+use crate::{mage_001, mage_002, mage_003, mage_004, mage_005, max_degree};
 use mage_common::op::{Dispatcher, HostBuf, Stage};
 
 /// Largest graph (edges) for which the row-walking stages were measured
@@ -52,6 +65,8 @@ pub fn choose(d: &[u32], rowptr: &[u32]) -> &'static Stage {
         if mage_004::supports(d) { &mage_004::STAGE } else { &mage_001::STAGE }
     } else if light && mage_003::supports(d) {
         &mage_003::STAGE
+    } else if mage_005::supports(d) {
+        &mage_005::STAGE
     } else if mage_002::supports(d) {
         &mage_002::STAGE
     } else {
@@ -61,7 +76,7 @@ pub fn choose(d: &[u32], rowptr: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: reads rowptr (input 2).
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-004 on small graphs without heavy rows (mage-001 at widths not a multiple of 4), mage-003 on larger light ones, mage-002 where a row is heavy",
+    summary: "mage-004 on small graphs without heavy rows (mage-001 at widths not a multiple of 4), mage-003 on larger light ones, mage-005 where a row is heavy (mage-002 at widths not a multiple of 4)",
     reads: &[2],
     choose: |d, inputs: &[HostBuf]| choose(d, inputs[2].as_u32()),
 };

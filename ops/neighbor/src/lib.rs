@@ -13,8 +13,7 @@
 //! | [`mage_002`] | merge-path partition of rows + edges into equal shares, one warp per share, carries of split rows summed by a second kernel |
 //! | [`mage_003`] | mage-002's shares, with edges loaded 32 at a time and shuffled out, and 128-bit gathers split over lane groups (`width % 4 == 0`) |
 //! | [`mage_004`] | one warp per row, edge batches shuffled to lane groups, 128-bit gathers with 8 in flight per lane, one kernel (`width % 4 == 0`) |
-//! | [`try_split`] | candidate: light rows one warp each (several per warp on large graphs, the next row's loads issued early), heavy rows in equal chunks of edges, summed per block and added with `red.global.add.f32` (`width % 4 == 0`) |
-//! | [`try_land`] | candidate: mage-004 with the gathers landed in shared memory by `cp.async`, a row of up to 24 edges in one round (`width % 4 == 0`) |
+//! | [`mage_005`] | light rows one warp each (several per warp on large graphs, the next row's loads issued early), heavy rows in equal chunks of edges, summed per block and added with `red.global.add.f32` (`width % 4 == 0`) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-004 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //!
 //! # Generators
@@ -51,8 +50,7 @@ pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
-pub mod try_land;
-pub mod try_split;
+pub mod mage_005;
 
 use mage_common::device::{F32x4, block_idx_x, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_id, warp_sum};
 
@@ -429,8 +427,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &try_split::STAGE, &try_land::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
 
     pub static OP: Op = Op {
         name: "neighbor",

@@ -22,6 +22,23 @@
 //! 128x64 the register-staged 32x16 tile of `try-tri-32x16-regs` was a few
 //! percent faster than mage-004's `cp.async` one, and it lost by far at
 //! the larger shapes, so it was not kept (see `docs/attempts.md`).
+//! mage-005 (`try-tri-split-k` when measured) against mage-004 in a later
+//! session (`results/candidates-2/sweep-triangle.json`): it splits `k` over
+//! twice the warps where the grid is too small to fill the SMs, and is
+//! taken below [`MIN_OUTPUTS_FOR_WHOLE_K`]:
+//!
+//! <!-- mage:table sweep results/candidates-2/sweep-triangle.json stages=mage-004,try-tri-split-k -->
+//! | shape | mage-004 | try-tri-split-k | current |
+//! |---|---|---|---|
+//! | 64x8 | 6.06 | **5.91** | mage-001 |
+//! | 128x32 | 12.40 | **11.49** | mage-004 |
+//! | 256x32 | **46.73** | 78.89 | mage-004 |
+//! | 128x64 | 21.98 | **21.56** | mage-004 |
+//! | 256x64 | **82.76** | 160.64 | mage-004 |
+//! | 512x32 | **321.56** | 642.10 | mage-004 |
+//! | 7x5 | **2.08** | 2.31 | mage-001 |
+//! <!-- /mage:table -->
+//!
 //! mage-002 and mage-003 are never the fastest measured and stay as
 //! history.
 
@@ -32,12 +49,24 @@ use mage_common::op::{Dispatcher, Stage};
 /// the threshold sits halfway on a log scale.
 pub const MIN_OUTPUTS_FOR_TILES: u64 = 1 << 17;
 
+/// Outputs (n²c) from which each block keeps its whole `k` (mage-004):
+/// below, mage-005's split of `k` over twice the warps was faster at 2^19
+/// (128x32) and at 2^20 (128x64), and slower from 2^21 (256x32)
+/// (`results/candidates-2/sweep-triangle.json`).
+pub const MIN_OUTPUTS_FOR_WHOLE_K: u64 = 1 << 21;
+
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
     let outputs = d[0] as u64 * d[0] as u64 * d[1] as u64;
-    if outputs >= MIN_OUTPUTS_FOR_TILES { &crate::mage_004::STAGE } else { &crate::mage_001::STAGE }
+    if outputs < MIN_OUTPUTS_FOR_TILES {
+        &crate::mage_001::STAGE
+    } else if outputs < MIN_OUTPUTS_FOR_WHOLE_K {
+        &crate::mage_005::STAGE
+    } else {
+        &crate::mage_004::STAGE
+    }
 }
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher =
-    Dispatcher { summary: "mage-004 from 2^17 outputs, else mage-001", reads: &[], choose: |d, _| choose(d) };
+    Dispatcher { summary: "mage-001 below 2^17 outputs, mage-005 below 2^21, else mage-004", reads: &[], choose: |d, _| choose(d) };

@@ -1,7 +1,8 @@
-//! try-tri-split-k: the 32x16 tile with a warp per channel and `k` split
-//! over two groups of 256 threads.
+//! mage-005: the 32x16 tile with a warp per channel and `k` split over two
+//! groups of 256 threads.
 //!
-//! What changed against try-tri-warp-ch's 32x16 tile: at 128x32 its 128
+//! What changed against the warp-per-channel 32x16 tile (a candidate that
+//! lost, `docs/attempts.md`): at 128x32 its 128
 //! blocks give each SM one block of eight warps, two per scheduler, and
 //! every wait (a shared load, a barrier, the first chunk) stalls half of a
 //! scheduler's warps; Nsight Compute saw 12.5% achieved occupancy on
@@ -19,17 +20,34 @@
 //! is that of `n/2 + 1` terms, inside the op's tolerance, and small
 //! integers stay exact (`OTHER_ORDER`, `tests/stages.rs`).
 //!
-//! Prediction (not yet measured on the GPU): at 128x32 four warps per
+//! Prediction: at 128x32 four warps per
 //! scheduler hide the shared and barrier waits that two could not: about
 //! 5-7 µs (mage-004 12.47, PyTorch 17.7). At 128x64, 256 blocks of one per
 //! SM in two waves, about 10-13 µs (mage-004 21.82). Not meant for the
 //! large shapes, where the 32x16 tile reads twice the L2 bytes of 64x32.
 //! ptxas: 72 registers (512 threads need at most 128), 112 KiB of shared
 //! memory (a four-deep ring of 16-`k` chunks), no stack, no spills.
+//!
+//! Measured (as `try-tri-split-k`, in one session with mage-004): faster
+//! than mage-004 at 128x32 and 128x64, short of the prediction; slower from
+//! 256x32, where the 32x16 tile reads twice the bytes. GPU kernel time per
+//! call (CUPTI) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-2/sweep-triangle.json stage=try-tri-split-k -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 64x8 | 5.91 | 11.07 |
+//! | 128x32 | 11.49 | 16.88 |
+//! | 256x32 | 78.89 | 84.29 |
+//! | 128x64 | 21.56 | 26.37 |
+//! | 256x64 | 160.64 | 166.86 |
+//! | 512x32 | 642.10 | 651.70 |
+//! | 7x5 | 2.31 | 8.51 |
+//! <!-- /mage:table -->
 use crate::{TILES_32X16_SPLIT, channel_tiles_launch, triangle_tiles_32x16_split};
 
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
-    name: "try-tri-split-k",
+    name: "mage-005",
     summary: "32x16 channel tiles, a warp per channel, each chunk's k split over two groups of 256 threads whose sums add at the end",
     kernels: &[&triangle_tiles_32x16_split::KERNEL],
     supports: |_| true,

@@ -1,6 +1,6 @@
-//! try-split: light rows one warp each, heavy rows cut into equal chunks of
+//! mage-005: light rows one warp each, heavy rows cut into equal chunks of
 //! edges; two kernels, neither of which walks light rows one after another
-//! (a candidate for graphs with heavy rows).
+//! (graphs with heavy rows).
 //!
 //! Where mage-002's time goes on the default power-law graph, which holds
 //! as many edges as the uniform one and takes about four times mage-001's
@@ -86,7 +86,20 @@
 //! plus a second kernel that searches and finds no heavy rows, so
 //! `current` would not pick it there. Needs `width % 4 == 0`.
 //!
-//! Not yet measured on the GPU.
+//! Measured (as `try-split`, in one session with mage-002 and mage-003):
+//! faster than mage-002 on both power-law graphs, short of the prediction
+//! at 4096 rows; slower than mage-003 on the large uniform graph, where
+//! `current` does not pick it. GPU kernel time per call (CUPTI, both
+//! kernels) and event span, hot L2:
+//!
+//! <!-- mage:table stage results/candidates-2/sweep-neighbor.json stage=try-split -->
+//! | shape | kernel µs | span µs |
+//! |---|---|---|
+//! | 4096x64x65536 | 8.66 | 15.30 |
+//! | 4096x64x65536 power-law | 13.36 | 20.00 |
+//! | 65536x64x1048576 | 61.14 | 67.57 |
+//! | 65536x64x1048576 power-law | 65.98 | 71.68 |
+//! <!-- /mage:table -->
 
 use crate::{EdgeBatch, QuadGroups, WARPS_PER_BLOCK, accumulate, warp_in_grid};
 use mage_common::device::neighbor::red_add;
@@ -367,7 +380,7 @@ mod host {
     }
 
     pub static STAGE: Stage = Stage {
-        name: "try-split",
+        name: "mage-005",
         summary: "light rows one warp each, heavy rows in equal chunks of edges summed per block and added with red.global.add.f32",
         kernels: &[&neighbor_light_rows::KERNEL, &neighbor_heavy_chunks::KERNEL],
         supports,
