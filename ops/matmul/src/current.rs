@@ -1,5 +1,9 @@
 //! current: the dispatcher, picking the stage measured fastest for the
-//! shape (CUPTI kernel time on the H200, one session):
+//! shape (CUPTI kernel time on the H200, one session). mage-009 (3xTF32 on
+//! the tensor cores) takes mage-007's shapes from k = 64: in one later
+//! session it measured FASTER than mage-007 on kernel-time verdicts at
+//! 4096³, 4096x4096x1024 and 1000x1037x999 (`results/mage-010`). The
+//! history stages, in the session before it:
 //!
 //! | 64x64 output tiles | stage | measured |
 //! |---|---|---|
@@ -22,6 +26,12 @@ pub const MIN_TILES_FOR_MAGE_006: u32 = 32;
 /// From this many 128x128 output tiles, mage-007's larger tiles fill the GPU.
 pub const MIN_TILES_FOR_MAGE_007: u32 = 72;
 
+/// Shortest contraction for the 3xTF32 mage-009: from here its worst-case
+/// error bound is inside the op's FP32 tolerance for any input (below, only
+/// the typical error is); it measured FASTER than mage-007 at every shape
+/// where both were judged (`results/mage-010`, kernel-time verdicts).
+pub const MIN_K_FOR_3XTF32: u32 = 64;
+
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
     let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
@@ -30,6 +40,8 @@ pub fn choose(d: &[u32]) -> &'static Stage {
         &crate::mage_001::STAGE
     } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
         &crate::mage_006::STAGE
+    } else if d[2] >= MIN_K_FOR_3XTF32 {
+        &crate::mage_009::STAGE
     } else {
         &crate::mage_007::STAGE
     }
@@ -37,7 +49,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-001 below 32 tiles of 64x64, mage-006 below 72 tiles of 128x128, else mage-007",
+    summary: "mage-001 below 32 tiles of 64x64, mage-006 below 72 tiles of 128x128, else mage-009 (3xTF32) from k = 64 and mage-007 below",
     reads: &[],
     choose: |d, _| choose(d),
 };

@@ -317,7 +317,10 @@ fn current_dispatches_by_shape() {
     for d in [[1024, 1024, 1024], [512, 512, 512], [384, 384, 7]] {
         assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
     }
-    for d in [[1000, 1037, 999], [2048, 2048, 2048], [4096, 4096, 4096]] {
+    for d in [[1000, 1037, 999], [2048, 2048, 2048], [4096, 4096, 4096], [4096, 4096, 1024]] {
+        assert_eq!(current::choose(&d).name, "mage-009", "{d:?}");
+    }
+    for d in [[4096, 4096, 63], [2048, 2048, 1]] {
         assert_eq!(current::choose(&d).name, "mage-007", "{d:?}");
     }
     for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
@@ -333,8 +336,8 @@ fn current_dispatches_by_shape() {
     assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
     assert_eq!(entry([1024, 1020, 999]), "matmul_cp_async_v4");
     assert_eq!(entry([1024, 1021, 999]), "matmul_cp_async_scalar");
-    assert_eq!(entry([1000, 1036, 999]), "matmul_warptile8x8_v4");
-    assert_eq!(entry([1000, 1037, 999]), "matmul_warptile8x8_scalar");
+    assert_eq!(entry([1000, 1036, 9]), "matmul_warptile8x8_v4");
+    assert_eq!(entry([1000, 1037, 9]), "matmul_warptile8x8_scalar");
 }
 
 #[test]
