@@ -17,8 +17,8 @@
 //! and the stage `current` picks), `stage PATH stage=S` (one stage at every
 //! shape: kernel and span µs), `compare PATH` (workloads × implementations,
 //! kernel µs), `verdicts PATH` (the A-B-B-A verdicts with their
-//! instrument). Options: `stages=a,b`, `shapes=4096x768,8192x768`,
-//! `ops=layernorm,gelu`.
+//! instrument). Options: `stages=a,b` (for `compare`: stages shown beside
+//! `current`), `shapes=4096x768,8192x768`, `ops=layernorm,gelu`.
 //!
 //! `cargo xtask tables` rewrites every block; `--check` (and the test
 //! below, run by `cargo test`) fails where a committed block differs from
@@ -184,6 +184,7 @@ fn render_stage(e: &Value, r: &Request) -> Result<Vec<String>, String> {
 fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let results = e["results"].as_array().ok_or("a comparison has `results`")?;
     let ops = list(&r.options, "ops");
+    let extra_stages = list(&r.options, "stages").unwrap_or_default();
     let mut impls: Vec<String> = vec![];
     let mut workloads: Vec<(String, String)> = vec![];
     let mut cell: BTreeMap<(String, String, String), (f64, f64)> = BTreeMap::new();
@@ -194,7 +195,7 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             continue;
         }
         let name = row["implementation"].as_str().unwrap_or("?").to_string();
-        if name.starts_with("rust ") && name != "rust current" {
+        if name.starts_with("rust ") && name != "rust current" && !extra_stages.iter().any(|s| name == format!("rust {s}")) {
             continue;
         }
         let w = (op.clone(), shape_label(row));
@@ -208,7 +209,7 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         if let (true, Some(k)) = (ok, us(&row["hot"]["kernel_us"])) {
             cell.insert((w.0.clone(), w.1.clone(), name.clone()), (k, row["hot"]["kernels_per_call"].as_f64().unwrap_or(1.0)));
         }
-        if let Some(s) = row["info"]["stage_run"].as_str() {
+        if let (true, Some(s)) = (name == "rust current", row["info"]["stage_run"].as_str()) {
             current.insert(w, s.to_string());
         }
     }
