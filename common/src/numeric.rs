@@ -124,6 +124,14 @@ pub fn compare(out: &[f32], reference: &[f64], tol: Tolerance) -> Comparison {
     Comparison { elements: out.len(), failures, max_abs_err: max_abs, rel_l2_err, worst, tolerance: tol }
 }
 
+/// How many elements of `a` and `b` differ in their bits: the check for
+/// kernels that must compute exactly what another does (no tolerance, and
+/// `-0.0` differs from `0.0`).
+pub fn bits_differing(a: &[f32], b: &[f32]) -> usize {
+    assert_eq!(a.len(), b.len(), "the outputs' lengths differ");
+    a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
+}
+
 /// How far the GPU and emulator outputs of one stage may be apart, for a
 /// result that needed `terms` multiply-adds per element and whose kernel
 /// uses `rsqrt.approx` at most once per element: contraction could move each

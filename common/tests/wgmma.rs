@@ -10,6 +10,7 @@ use mage_common::device::*;
 use mage_common::emu::{Region, launch_kernel};
 use mage_common::kernel;
 use mage_common::kernel::{ArgValue, Dim3, LaunchConfig};
+use mage_common::numeric::bits_differing;
 
 /// What the probe kernel does differently from the correct sequence.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -179,29 +180,25 @@ fn expected_rounding(round: impl Fn(f32) -> f32, start: f64, sum_round: fn(f64) 
     d
 }
 
-fn differing(x: &[f32], y: &[f32]) -> usize {
-    x.iter().zip(y).filter(|(p, q)| p.to_bits() != q.to_bits()).count()
-}
-
 #[test]
 fn the_right_layout_gives_the_exact_tf32_products() {
     let want = expected(tf32_rna, 0.0);
-    assert_eq!(differing(&run(Variant::Correct, 128).unwrap(), &want), 0);
-    assert_eq!(differing(&run(Variant::Swizzled, 128).unwrap(), &want), 0);
-    assert_eq!(differing(&run(Variant::RegisterA, 128).unwrap(), &want), 0);
-    assert_eq!(differing(&run(Variant::Accumulate, 128).unwrap(), &expected(tf32_rna, 1.0)), 0);
+    assert_eq!(bits_differing(&run(Variant::Correct, 128).unwrap(), &want), 0);
+    assert_eq!(bits_differing(&run(Variant::Swizzled, 128).unwrap(), &want), 0);
+    assert_eq!(bits_differing(&run(Variant::RegisterA, 128).unwrap(), &want), 0);
+    assert_eq!(bits_differing(&run(Variant::Accumulate, 128).unwrap(), &expected(tf32_rna, 1.0)), 0);
     // Two warpgroups, each multiplying the same operands.
-    assert_eq!(differing(&run(Variant::Correct, 256).unwrap(), &want), 0);
+    assert_eq!(bits_differing(&run(Variant::Correct, 256).unwrap(), &want), 0);
     // The sums are truncated, not rounded to nearest.
     let nearest = expected_rounding(tf32_rna, 0.0, |s| s as f32);
-    assert!(differing(&want, &nearest) > 100, "only {} of 512 sums differ", differing(&want, &nearest));
+    assert!(bits_differing(&want, &nearest) > 100, "only {} of 512 sums differ", bits_differing(&want, &nearest));
 }
 
 #[test]
 fn unconverted_inputs_lose_their_low_13_bits() {
     let got = run(Variant::Unconverted, 128).unwrap();
-    assert_eq!(differing(&got, &expected(|x| f32::from_bits(x.to_bits() & TF32_MASK), 0.0)), 0);
-    assert!(differing(&got, &expected(tf32_rna, 0.0)) > 256, "truncation and rounding should differ");
+    assert_eq!(bits_differing(&got, &expected(|x| f32::from_bits(x.to_bits() & TF32_MASK), 0.0)), 0);
+    assert!(bits_differing(&got, &expected(tf32_rna, 0.0)) > 256, "truncation and rounding should differ");
 }
 
 #[test]
@@ -209,7 +206,7 @@ fn a_wrong_descriptor_gives_wrong_sums_or_an_error() {
     let want = expected(tf32_rna, 0.0);
     for variant in [Variant::SwappedStrides, Variant::SwizzledReadPlain] {
         let got = run(variant, 128).unwrap();
-        assert!(differing(&got, &want) > 400, "{variant:?}: only {} of 512 differ", differing(&got, &want));
+        assert!(bits_differing(&got, &want) > 400, "{variant:?}: only {} of 512 differ", bits_differing(&got, &want));
     }
     let err = run(Variant::WildStride, 128).unwrap_err();
     assert!(err.contains("reads shared bytes") && err.contains(&format!("{SHARED}-byte block allocation")), "{err}");

@@ -4,6 +4,7 @@
 //! the emulator at every audit shape it takes (the CI half of
 //! `cargo xtask evolve --audit layernorm`).
 
+use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, emulate, emulate_plan};
 use mage_common::space::Config;
 use mage_layernorm::space::{ENTRIES, SPACE, Shape, check_shape, decode, entry_name, shared_bytes};
@@ -74,7 +75,7 @@ fn stage_points_compute_what_their_stages_compute() {
         let inputs = inputs(&d, 3);
         let ours = emulate_plan(&OP, &(SPACE.plan)(&c, &d), &d, &inputs).unwrap();
         let theirs = emulate(&OP, &mage_002::STAGE, &d, &inputs).unwrap();
-        let differ = ours.iter().zip(&theirs).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        let differ = bits_differing(&ours, &theirs);
         assert_eq!(differ, 0, "warp-t256-stream-f1 differs from mage-002 in {differ} elements at {d:?}");
         let (ours, theirs) = ((SPACE.plan)(&c, &d), (mage_002::STAGE.plan)(&d));
         assert_eq!((ours.launches[0].grid, ours.launches[0].block), (theirs.launches[0].grid, theirs.launches[0].block));
@@ -99,7 +100,7 @@ fn configurations_with_the_same_lanes_per_row_give_the_same_bits() {
         match first.iter().find(|(l, ..)| *l == lanes) {
             None => first.push((lanes, SPACE.id(c), out)),
             Some((_, id, bits)) => {
-                let differ = out.iter().zip(bits).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                let differ = bits_differing(&out, bits);
                 assert_eq!(differ, 0, "{} differs from {id} in {differ} elements", SPACE.id(c));
             }
         }

@@ -4,6 +4,7 @@
 //! emulator at every audit shape it takes (the CI half of
 //! `cargo xtask evolve --audit matmul`).
 
+use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, Stage, emulate, emulate_plan};
 use mage_common::space::Config;
 use mage_matmul::space::{ENTRIES, SPACE, Tiling, check_tiling, decode, entry_name};
@@ -98,7 +99,7 @@ fn stage_points_compute_what_their_stages_compute() {
             let inputs = inputs(&d, 5);
             let ours = emulate_plan(&OP, &(SPACE.plan)(&c, &d), &d, &inputs).unwrap();
             let theirs = emulate(&OP, stage, &d, &inputs).unwrap();
-            let differ = ours.iter().zip(&theirs).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+            let differ = bits_differing(&ours, &theirs);
             assert_eq!(differ, 0, "{} differs from {} in {differ} elements at {d:?}", SPACE.id(&c), stage.name);
         }
     }
@@ -113,7 +114,7 @@ fn every_unsplit_configuration_gives_the_same_bits() {
     let reference = emulate(&OP, &mage_006::STAGE, &d, &inputs).unwrap();
     for c in SPACE.configs().iter().filter(|c| decode(c).split == 1) {
         let out = emulate_plan(&OP, &(SPACE.plan)(c, &d), &d, &inputs).unwrap();
-        let differ = out.iter().zip(&reference).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        let differ = bits_differing(&out, &reference);
         assert_eq!(differ, 0, "{} differs from mage-006 in {differ} elements", SPACE.id(c));
     }
 }

@@ -6,7 +6,7 @@
 //! TF32-rounded inputs, with only the summation's error allowed.
 
 use mage_common::device::wgmma::tf32_rna;
-use mage_common::numeric::compare;
+use mage_common::numeric::{bits_differing, compare};
 use mage_common::op::{HostBuf, Op, Stage, check_current, check_stage, emulate, fit_last_dim};
 use mage_matmul::{
     FMA_STAGES, FP32_STAGES, OP, STAGES, TF32_STAGES, current, is_tf32, mage_006, mage_007, mage_008, mage_009, stage_tolerance,
@@ -98,7 +98,7 @@ fn every_fma_stage_gives_the_same_bits() {
         let first = emulate(&OP, FMA_STAGES[0], &d, &inputs).unwrap();
         for stage in &FMA_STAGES[1..] {
             let out = emulate(&OP, stage, &d, &inputs).unwrap();
-            let differ = first.iter().zip(&out).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+            let differ = bits_differing(&first, &out);
             assert_eq!(differ, 0, "{} differs from {} in {differ} elements at {d:?}", stage.name, STAGES[0].name);
         }
     }
@@ -423,7 +423,7 @@ fn mage_009_pipeline_and_block_tiles() {
                 let inputs = inputs(&d, k as u64 + 300);
                 let out = mage_common::op::emulate_plan(&OP, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{name} at {d:?}: {e}"));
                 let model = three_tf32_model(d, &inputs);
-                let differ = out.iter().zip(&model).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                let differ = bits_differing(&out, &model);
                 assert_eq!(differ, 0, "{name} at {d:?}: {differ} of {} elements differ from the model", out.len());
                 let cmp = compare(&out, &(OP.reference)(&d, &inputs), tolerance(&d, &inputs));
                 assert!(cmp.passed(), "{name} at {d:?}: {}", cmp.summary(&d));
