@@ -281,15 +281,21 @@ fn number_before(line: &str, unit: &str) -> u32 {
         .unwrap_or(0)
 }
 
-/// Parses `ptxas -v` output.
+/// Parses `ptxas -v` output. A function's stack line follows its
+/// `Function properties for NAME` line; an entry's block may be followed by
+/// the blocks of the non-inlined functions it calls (panic helpers), whose
+/// stack lines are not the entry's.
 pub fn parse_ptxas(text: &str) -> Vec<Resources> {
     let mut all: Vec<Resources> = vec![];
+    let mut properties_of_entry = false;
     for line in text.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or_default();
             all.push(Resources { entry: name.to_string(), ..Default::default() });
         } else if let Some(r) = all.last_mut() {
-            if line.contains("bytes stack frame") {
+            if let Some(function) = line.split("Function properties for ").nth(1) {
+                properties_of_entry = function.trim() == r.entry;
+            } else if line.contains("bytes stack frame") && properties_of_entry {
                 r.stack_frame_bytes = number_before(line, "stack frame");
                 r.spill_store_bytes = number_before(line, "spill stores");
                 r.spill_load_bytes = number_before(line, "spill loads");
@@ -316,6 +322,8 @@ ptxas info    : Compiling entry function 'b_kernel' for 'sm_90'\n\
 ptxas info    : Function properties for b_kernel\n\
     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
 ptxas info    : Used 40 registers, used 1 barriers, 32 bytes smem, 400 bytes cmem[0]\n\
+ptxas info    : Function properties for _RNvNtCs1_4core9panicking9panic_fmt\n\
+    24 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n\
 ptxas info    : Compiling entry function 'a_kernel' for 'sm_90'\n\
 ptxas info    : Function properties for a_kernel\n\
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
