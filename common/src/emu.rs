@@ -422,15 +422,16 @@ pub(crate) fn async_shared_load(offset: u32) -> u32 {
     let proxy = unsafe { &mut *b.proxy.get() };
     let serial = proxy.issuing.expect("async_shared_load outside a warpgroup operation");
     let op = &proxy.ops[serial as usize];
-    let who = format!("`{}` of warpgroup {} in block {}", op.instruction, op.warpgroup, b.block_idx);
+    let who = || format!("`{}` of warpgroup {} in block {}", op.instruction, op.warpgroup, b.block_idx);
     if !offset.is_multiple_of(4) || offset as u64 + 4 > b.config.shared_bytes as u64 {
-        panic!("{who} reads shared bytes {offset}..{} of a {}-byte block allocation", offset as u64 + 4, b.config.shared_bytes);
+        panic!("{} reads shared bytes {offset}..{} of a {}-byte block allocation", who(), offset as u64 + 4, b.config.shared_bytes);
     }
     let w = (offset / 4) as usize;
     let thread = |plus_one: u32| unlinear(&b.config.block, (plus_one - 1) as u64);
     if proxy.unfenced[w] != 0 {
         panic!(
-            "{who} reads shared bytes {offset}..{} that thread {} stored with no fence.proxy.async.shared::cta after the store",
+            "{} reads shared bytes {offset}..{} that thread {} stored with no fence.proxy.async.shared::cta after the store",
+            who(),
             offset + 4,
             thread(proxy.unfenced[w])
         );
@@ -439,7 +440,8 @@ pub(crate) fn async_shared_load(offset: u32) -> u32 {
     let shadow = unsafe { &*b.shadow.get() }[w];
     if shadow.epoch == b.epoch.get() && shadow.writer != 0 {
         panic!(
-            "{who} reads shared bytes {offset}..{} that thread {} stored since the last barrier: a barrier must order the store before the wgmma",
+            "{} reads shared bytes {offset}..{} that thread {} stored since the last barrier: a barrier must order the store before the wgmma",
+            who(),
             offset + 4,
             thread(shadow.writer)
         );
