@@ -78,10 +78,11 @@ impl Comparison {
         self.failures == 0 && self.elements > 0
     }
 
-    /// One line for a failure message or a report.
-    pub fn summary(&self, dims: &[u32]) -> String {
+    /// One line for a failure message or a report, for an output of this
+    /// shape (outermost first).
+    pub fn summary(&self, shape: &[usize]) -> String {
         let worst = match self.worst {
-            Some((i, got, want)) => format!("; worst element {} (flat {i}): got {got:e}, want {want:e}", index_label(dims, i)),
+            Some((i, got, want)) => format!("; worst element {:?} (flat {i}): got {got:e}, want {want:e}", unravel(i, shape)),
             None => String::new(),
         };
         format!(
@@ -91,13 +92,14 @@ impl Comparison {
     }
 }
 
-/// `[row, col]`-style label of flat index `i` of an output whose last dim is
-/// the innermost (a guess good enough for messages).
-fn index_label(dims: &[u32], i: usize) -> String {
-    match dims.get(1) {
-        Some(&w) if w > 0 => format!("[{}, {}]", i / w as usize, i % w as usize),
-        _ => format!("[{i}]"),
+/// Flat index `i` of a row-major shape as one index per axis.
+pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (slot, &extent) in index.iter_mut().zip(shape).rev() {
+        *slot = i % extent.max(1);
+        i /= extent.max(1);
     }
+    index
 }
 
 /// Compares `out` with `reference` under `tol`.
@@ -144,6 +146,14 @@ pub fn differential_bound(terms: u64, magnitude: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flat_index_unravels_row_major() {
+        assert_eq!(unravel(0, &[4, 128]), vec![0, 0]);
+        assert_eq!(unravel(130, &[4, 128]), vec![1, 2]);
+        assert_eq!(unravel(84 + 2 * 12 + 3, &[2, 7, 12]), vec![1, 2, 3]);
+        assert_eq!(unravel(5, &[6]), vec![5]);
+    }
 
     #[test]
     fn nan_and_unwritten_poison_fail() {

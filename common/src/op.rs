@@ -162,11 +162,26 @@ pub const CURRENT: &str = "current";
 pub struct Dispatcher {
     /// One line: how it picks.
     pub summary: &'static str,
-    /// The inputs (by number) whose contents `choose` reads. It is handed
-    /// every other input empty, so that a caller whose inputs live on a
-    /// device copies only these to the host.
+    /// The inputs (by number) whose contents `choose` reads, so that a
+    /// caller whose inputs live on a device copies only these to the host.
     pub reads: &'static [usize],
-    pub choose: fn(&[u32], &[HostBuf]) -> &'static Stage,
+    pub choose: fn(&[u32], &Readable) -> &'static Stage,
+}
+
+/// The inputs of a call as a dispatcher sees them: only those its `reads`
+/// names.
+pub struct Readable<'a> {
+    reads: &'static [usize],
+    inputs: &'a [HostBuf],
+}
+
+impl Readable<'_> {
+    /// Input `i`. Panics where `i` is not among the dispatcher's `reads`: a
+    /// caller may have left it on the device.
+    pub fn input(&self, i: usize) -> &HostBuf {
+        assert!(self.reads.contains(&i), "the dispatcher reads input {i}, which its `reads` does not name");
+        &self.inputs[i]
+    }
 }
 
 /// A kernel argument before buffers are placed.
@@ -414,14 +429,9 @@ impl Op {
     }
 
     /// The stage `current` picks for these inputs. Only the inputs its
-    /// dispatcher reads are passed on; the others arrive empty.
+    /// dispatcher reads are looked at: the others may be empty.
     pub fn dispatch(&self, dims: &[u32], inputs: &[HostBuf]) -> &'static Stage {
-        let visible: Vec<HostBuf> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, b)| if self.current.reads.contains(&i) { b.clone() } else { HostBuf::empty(b.elem()) })
-            .collect();
-        (self.current.choose)(dims, &visible)
+        (self.current.choose)(dims, &Readable { reads: self.current.reads, inputs })
     }
 
     /// The stage a call of `name` runs: that stage, or for `current` the
@@ -432,6 +442,14 @@ impl Op {
         } else {
             Ok(Picked { stage: self.stage(name)?, by_current: false })
         }
+    }
+
+    /// `stage`'s plan for `dims`, where it supports them.
+    pub fn plan_for(&self, stage: &Stage, dims: &[u32]) -> Result<Plan, String> {
+        if !(stage.supports)(dims) {
+            return Err(format!("{} {} does not support dims {}", self.name, stage.name, Op::dims_label(dims)));
+        }
+        Ok((stage.plan)(dims))
     }
 
     /// The generator called `name` (`None`: the default).
@@ -541,7 +559,7 @@ impl Op {
                     spec.file,
                     spec.role,
                     values[i],
-                    unravel(i, &shape)
+                    crate::numeric::unravel(i, &shape)
                 ));
             }
         }
@@ -549,24 +567,11 @@ impl Op {
     }
 }
 
-/// Flat index `i` of a row-major shape as one index per axis.
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0; shape.len()];
-    for (slot, &extent) in index.iter_mut().zip(shape).rev() {
-        *slot = i % extent.max(1);
-        i /= extent.max(1);
-    }
-    index
-}
-
 /// Runs one stage on the emulator: the output is poisoned, every launch of
 /// the plan runs in order, and the output comes back.
 pub fn emulate(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<Vec<f32>, String> {
     op.check_inputs(dims, inputs)?;
-    if !(stage.supports)(dims) {
-        return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
-    }
-    emulate_plan(op, &(stage.plan)(dims), dims, inputs)
+    emulate_plan(op, &op.plan_for(stage, dims)?, dims, inputs)
 }
 
 /// Runs a plan on the emulator without asking whether the stage supports
@@ -604,9 +609,19 @@ pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> R
 /// Runs a plan on the emulator and compares the output with the op's f64
 /// reference under its tolerance; the error names the worst element.
 pub fn check_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
+    check_plan_with(op, plan, dims, inputs, (op.tolerance)(dims, inputs))
+}
+
+fn check_plan_with(
+    op: &Op,
+    plan: &Plan,
+    dims: &[u32],
+    inputs: &[HostBuf],
+    tolerance: crate::numeric::Tolerance,
+) -> Result<crate::numeric::Comparison, String> {
     let out = emulate_plan(op, plan, dims, inputs)?;
-    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), (op.tolerance)(dims, inputs));
-    if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(dims)) }
+    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), tolerance);
+    if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(&op.output_shape(dims))) }
 }
 
 /// Runs a stage on the emulator and compares its output with the op's f64
@@ -614,12 +629,14 @@ pub fn check_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> Res
 /// outside the contract), after checking it supports the dims.
 pub fn check_stage(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
     op.check_inputs(dims, inputs)?;
-    if !(stage.supports)(dims) {
-        return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
-    }
-    let out = emulate_plan(op, &(stage.plan)(dims), dims, inputs)?;
-    let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), op.tolerance_for(stage.name, dims, inputs));
-    if cmp.passed() { Ok(cmp) } else { Err(format!("{} {} at {}: {}", op.name, stage.name, Op::dims_label(dims), cmp.summary(dims))) }
+    check_checked_inputs(op, stage, dims, inputs)
+}
+
+/// [`check_stage`] for inputs [`Op::check_inputs`] has passed.
+fn check_checked_inputs(op: &Op, stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
+    let plan = op.plan_for(stage, dims)?;
+    check_plan_with(op, &plan, dims, inputs, op.tolerance_for(stage.name, dims, inputs))
+        .map_err(|e| format!("{} {} at {}: {e}", op.name, stage.name, Op::dims_label(dims)))
 }
 
 /// The nearest dims to `dims` that `stage` supports, changing only the
@@ -642,18 +659,5 @@ pub fn fit_last_dim(stage: &Stage, dims: &[u32], max: u32) -> Option<Vec<u32>> {
 pub fn check_current(op: &Op, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
     op.check_inputs(dims, inputs)?;
     let stage = op.dispatch(dims, inputs);
-    check_stage(op, stage, dims, inputs).map_err(|e| format!("{CURRENT} → {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_flat_index_unravels_row_major() {
-        assert_eq!(unravel(0, &[4, 128]), vec![0, 0]);
-        assert_eq!(unravel(130, &[4, 128]), vec![1, 2]);
-        assert_eq!(unravel(84 + 2 * 12 + 3, &[2, 7, 12]), vec![1, 2, 3]);
-        assert_eq!(unravel(5, &[6]), vec![5]);
-    }
+    check_checked_inputs(op, stage, dims, inputs).map_err(|e| format!("{CURRENT} → {e}"))
 }

@@ -60,10 +60,7 @@ fn run_one(
 ) -> Result<(RunReport, Vec<f32>), String> {
     let stage = picked.stage;
     op.check_inputs(dims, inputs)?;
-    if !(stage.supports)(dims) {
-        return Err(format!("{} {} does not support dims {}", op.name, stage.name, Op::dims_label(dims)));
-    }
-    let plan = (stage.plan)(dims);
+    let plan = op.plan_for(stage, dims)?;
     let (min_bytes, _) = (op.cost)(dims);
     let mut report = RunReport {
         op: op.name.into(),
@@ -205,24 +202,25 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator.name, &inputs, &source, &reference, check, !a.no_timing)?;
     // An independent implementation's output, where the case has one.
     let against_expected = expected.map(|e| check.compare(&out, &e.iter().map(|v| *v as f64).collect::<Vec<_>>()));
+    let shape = op.output_shape(&dims);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
         println!("{} on the {}, inputs {}", op.name, report.machine, report.inputs);
         println!("{}", runs_table(std::slice::from_ref(&report)));
-        println!("check: {}", report.check.summary(&dims));
+        println!("check: {}", report.check.summary(&shape));
         if let Some(c) = &against_expected {
-            println!("expected.bin: {}", c.summary(&dims));
+            println!("expected.bin: {}", c.summary(&shape));
         }
         if gpu.is_some() {
             println!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
         }
     }
     if !report.correct() {
-        return Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&dims)));
+        return Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&shape)));
     }
     if let Some(c) = against_expected.filter(|c| !c.passed()) {
-        return Err(format!("{source}: the output of {} {} disagrees with expected.bin: {}", op.name, picked.label(), c.summary(&dims)));
+        return Err(format!("{source}: the output of {} {} disagrees with expected.bin: {}", op.name, picked.label(), c.summary(&shape)));
     }
     if let Some(path) = &a.out {
         fixtures::write_f32(path, &out, a.force)?;

@@ -1,7 +1,7 @@
 //! Matrix multiply `C[m, n] = A[m, k] · B[k, n]`, FP32 row-major, IEEE FP32
 //! arithmetic, with every stage of its history; and stages whose products
-//! are TF32's, outside that contract ([`TF32_STAGES`], never picked by
-//! `current`).
+//! are TF32's, outside that contract (the op's `outside_contract`, never
+//! picked by `current`).
 //!
 //! Dims are `[m, n, k]`. Inputs: `a` = A `[m, k]`, `b` = B `[k, n]`; the
 //! output is C `[m, n]`.
@@ -32,7 +32,7 @@
 //! mage-009 sums three TF32 products per term on tensor cores: other bits,
 //! under the same tolerance ([`tolerance`]; its error analysis is in
 //! [`mage_009`]). The TF32 stage is checked under its own tolerance
-//! ([`stage_tolerance`]).
+//! ([`tf32_tolerance`], through `Op::tolerance_for`).
 //!
 //! The crate's PTX targets sm_90a (`[package.metadata.mage]` in its
 //! `Cargo.toml`), which `wgmma` needs; the FP32 stages use nothing that
@@ -285,79 +285,48 @@ mod host {
     /// same bits, all of them.
     pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
 
-    /// The stages under the op's FP32 contract, oldest first.
-    pub static FP32_STAGES: [&Stage; 6] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_009::STAGE];
-
-    /// The stages whose products are TF32's: outside the op's FP32 contract,
-    /// never picked by `current`, checked under [`tf32_tolerance`].
-    pub static TF32_STAGES: [&Stage; 1] = [&mage_008::STAGE];
-
-    /// Whether `stage` forms its products in TF32.
-    pub fn is_tf32(stage: &Stage) -> bool {
-        TF32_STAGES.iter().any(|s| s.name == stage.name)
-    }
-
-    /// The tolerance `stage`'s output is held to: the op's ([`tolerance`]),
-    /// or for a TF32 stage [`tf32_tolerance`] (the registry's
-    /// [`Op::tolerance_for`]).
-    pub fn stage_tolerance(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
-        OP.tolerance_for(stage.name, dims, inputs)
-    }
-
     /// The registry: every stage, oldest first.
     pub static STAGES: [&Stage; 7] =
         [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE, &mage_009::STAGE];
 
-    /// The op over these stages.
-    macro_rules! matmul_op {
-        ($stages:expr) => {
-            Op {
-                name: "matmul",
-                package: "mage-matmul",
-                dim_names: &["m", "n", "k"],
-                min_dims: &[1, 1, 1],
-                default_dims: &[1024, 1024, 1024],
-                sweep: &[
-                    Workload::new(&[256, 256, 256]),
-                    Workload::new(&[512, 512, 512]),
-                    Workload::new(&[1024, 1024, 1024]),
-                    Workload::new(&[2048, 2048, 2048]),
-                    Workload::new(&[4096, 4096, 4096]),
-                    Workload::new(&[1000, 1037, 999]),
-                ],
-                inputs: &[
-                    Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
-                    Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
-                ],
-                output: &[Dim(0), Dim(1)],
-                constants: &[],
-                check_inputs: |_, _| Ok(()),
-                generators: &[
-                    Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
-                    Generator {
-                        name: "integers",
-                        summary: "every input a uniform integer in -8..=8 (exact sums up to k = 2^18)",
-                        generate: generate_integers,
-                    },
-                ],
-                reference,
-                tolerance,
-                cost: |d| {
-                    let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
-                    (4 * (m * k + k * n + m * n), 2 * m * n * k)
-                },
-                stages: $stages,
-                outside_contract: &[OutsideContract { stage: "mage-008", why: "TF32 products (one per term)", tolerance: tf32_tolerance }],
-                current: current::DISPATCHER,
-            }
-        };
-    }
-
-    /// The op: every stage.
-    pub static OP: Op = matmul_op!(&STAGES);
-
-    /// The op with its FP32 stages only, for the checks that hold for them
-    /// alone (the golden cases under the op's tolerance).
-    pub static FP32_OP: Op = matmul_op!(&FP32_STAGES);
+    /// The op.
+    pub static OP: Op = Op {
+        name: "matmul",
+        package: "mage-matmul",
+        dim_names: &["m", "n", "k"],
+        min_dims: &[1, 1, 1],
+        default_dims: &[1024, 1024, 1024],
+        sweep: &[
+            Workload::new(&[256, 256, 256]),
+            Workload::new(&[512, 512, 512]),
+            Workload::new(&[1024, 1024, 1024]),
+            Workload::new(&[2048, 2048, 2048]),
+            Workload::new(&[4096, 4096, 4096]),
+            Workload::new(&[1000, 1037, 999]),
+        ],
+        inputs: &[
+            Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
+            Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
+        ],
+        output: &[Dim(0), Dim(1)],
+        constants: &[],
+        check_inputs: |_, _| Ok(()),
+        generators: &[
+            Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
+            Generator {
+                name: "integers",
+                summary: "every input a uniform integer in -8..=8 (exact sums up to k = 2^18)",
+                generate: generate_integers,
+            },
+        ],
+        reference,
+        tolerance,
+        cost: |d| {
+            let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
+            (4 * (m * k + k * n + m * n), 2 * m * n * k)
+        },
+        stages: &STAGES,
+        outside_contract: &[OutsideContract { stage: "mage-008", why: "TF32 products (one per term)", tolerance: tf32_tolerance }],
+        current: current::DISPATCHER,
+    };
 }

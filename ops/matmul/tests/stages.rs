@@ -8,15 +8,18 @@
 use mage_common::device::wgmma::tf32_rna;
 use mage_common::numeric::{bits_differing, compare};
 use mage_common::op::{HostBuf, Op, Stage, check_current, check_stage, emulate, fit_last_dim};
-use mage_matmul::{
-    FMA_STAGES, FP32_STAGES, OP, STAGES, TF32_STAGES, current, is_tf32, mage_006, mage_007, mage_008, mage_009, stage_tolerance,
-    tf32_sum_tolerance, tf32_tolerance, tolerance,
-};
+use mage_matmul::{FMA_STAGES, OP, STAGES, current, mage_006, mage_007, mage_008, mage_009, tf32_sum_tolerance, tf32_tolerance, tolerance};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
 fn inputs(d: &[u32], seed: u64) -> Vec<HostBuf> {
     OP.generate(d, seed)
+}
+
+/// Whether the registry puts `stage` outside the FP32 contract: its
+/// products are TF32's.
+fn is_tf32(stage: &Stage) -> bool {
+    OP.outside_contract(stage.name).is_some()
 }
 
 /// The inputs rounded to TF32 as the TF32 stages round them.
@@ -29,7 +32,7 @@ fn tf32_rounded(inputs: &[HostBuf]) -> Vec<HostBuf> {
 /// products under the summation's tolerance alone.
 fn check_inputs(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
     let out = emulate(&OP, stage, dims, inputs)?;
-    let mut checks = vec![("the reference", (OP.reference)(dims, inputs), stage_tolerance(stage, dims, inputs))];
+    let mut checks = vec![("the reference", (OP.reference)(dims, inputs), OP.tolerance_for(stage.name, dims, inputs))];
     if is_tf32(stage) {
         let rounded = (OP.reference)(dims, &tf32_rounded(inputs));
         checks.push(("the TF32-rounded products", rounded, tf32_sum_tolerance(dims, inputs)));
@@ -37,7 +40,7 @@ fn check_inputs(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<(), S
     for (against, reference, tol) in checks {
         let cmp = compare(&out, &reference, tol);
         if !cmp.passed() {
-            return Err(format!("{} at {} against {against}: {}", stage.name, Op::dims_label(dims), cmp.summary(dims)));
+            return Err(format!("{} at {} against {against}: {}", stage.name, Op::dims_label(dims), cmp.summary(&OP.output_shape(dims))));
         }
     }
     Ok(())
@@ -192,25 +195,19 @@ fn every_stage_is_exact_on_integers() {
         for stage in STAGES {
             let out = emulate(&OP, stage, &d, &inputs).unwrap();
             let cmp = compare(&out, &reference, mage_common::numeric::Tolerance::new(0.0, 0.0));
-            assert!(cmp.passed(), "{} at {d:?}: {}", stage.name, cmp.summary(&d));
+            assert!(cmp.passed(), "{} at {d:?}: {}", stage.name, cmp.summary(&OP.output_shape(&d)));
         }
     }
 }
 
-/// The registry's TF32 stages are the ones not under the FP32 contract,
+/// The registry's TF32 stage is the one outside the FP32 contract,
 /// and the TF32 stage really rounds its inputs: on normal inputs it fails
 /// the op's FP32 tolerance (so it needs its own), and passes its own.
 #[test]
 fn the_tf32_stages_are_outside_the_fp32_contract() {
-    let names = |s: &[&Stage]| s.iter().map(|s| s.name).collect::<Vec<_>>();
-    let mut both = names(&FP32_STAGES);
-    both.extend(names(&TF32_STAGES));
-    both.sort();
-    assert_eq!(both, names(&STAGES));
-    assert!(FMA_STAGES.iter().all(|s| FP32_STAGES.iter().any(|f| f.name == s.name)));
-    assert!(FP32_STAGES.iter().all(|s| OP.outside_contract(s.name).is_none()));
-    assert!(TF32_STAGES.iter().all(|s| OP.outside_contract(s.name).is_some()));
-    assert!(TF32_STAGES.iter().all(|s| is_tf32(s)) && FP32_STAGES.iter().all(|s| !is_tf32(s)));
+    let tf32: Vec<_> = STAGES.iter().filter(|s| is_tf32(s)).map(|s| s.name).collect();
+    assert_eq!(tf32, ["mage-008"]);
+    assert!(FMA_STAGES.iter().all(|s| !is_tf32(s)) && !is_tf32(&mage_009::STAGE));
     let d = [64, 64, 64];
     let inputs = inputs(&d, 9);
     let reference = (OP.reference)(&d, &inputs);
@@ -262,7 +259,7 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
         let inputs = inputs(&d, 3);
         let reference = (OP.reference)(&d, &inputs);
         let cmp = compare(&fma_chain(d, &inputs, None), &reference, (OP.tolerance)(&d, &inputs));
-        assert!(cmp.passed(), "{d:?}: {}", cmp.summary(&d));
+        assert!(cmp.passed(), "{d:?}: {}", cmp.summary(&OP.output_shape(&d)));
         assert!(
             cmp.max_abs_err < 0.1 * (OP.tolerance)(&d, &inputs).abs,
             "{d:?}: the bound is {} but the error only {}",
@@ -426,7 +423,7 @@ fn mage_009_pipeline_and_block_tiles() {
                 let differ = bits_differing(&out, &model);
                 assert_eq!(differ, 0, "{name} at {d:?}: {differ} of {} elements differ from the model", out.len());
                 let cmp = compare(&out, &(OP.reference)(&d, &inputs), tolerance(&d, &inputs));
-                assert!(cmp.passed(), "{name} at {d:?}: {}", cmp.summary(&d));
+                assert!(cmp.passed(), "{name} at {d:?}: {}", cmp.summary(&OP.output_shape(&d)));
             }
         }
     }
@@ -464,7 +461,7 @@ fn mage_009_stays_inside_the_fp32_tolerance_across_k() {
             fp32.rel_l2_err,
             three.max_abs_err / tol.abs
         );
-        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "k = {k}: {}", three.summary(&d));
+        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "k = {k}: {}", three.summary(&OP.output_shape(&d)));
     }
 }
 
@@ -480,7 +477,7 @@ fn mage_009_at_hidden_sizes() {
         let out = emulate(&OP, &mage_009::STAGE, &d, &inputs).unwrap();
         let three = compare(&out, &reference, tol);
         let fp32 = compare(&fma_chain(d, &inputs, |x| x, |p| p), &reference, tol);
-        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "{d:?}: {}", three.summary(&d));
+        assert!(three.passed() && three.max_abs_err <= 0.25 * tol.abs, "{d:?}: {}", three.summary(&OP.output_shape(&d)));
         assert!(
             three.rel_l2_err <= fp32.rel_l2_err,
             "{d:?}: relative L2 error {:.3e} against FP32's {:.3e}",

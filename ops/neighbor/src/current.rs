@@ -48,7 +48,7 @@
 //! <!-- /mage:table -->
 
 use crate::{mage_001, mage_002, mage_003, mage_004, mage_005, max_degree};
-use mage_common::op::{Dispatcher, HostBuf, Stage};
+use mage_common::op::{Dispatcher, Readable, Stage};
 
 /// Largest graph (edges) for which the row-walking stages were measured
 /// fastest.
@@ -78,5 +78,5 @@ pub fn choose(d: &[u32], rowptr: &[u32]) -> &'static Stage {
 pub const DISPATCHER: Dispatcher = Dispatcher {
     summary: "mage-004 on small graphs without heavy rows (mage-001 at widths not a multiple of 4), mage-003 on larger light ones, mage-005 where a row is heavy (mage-002 at widths not a multiple of 4)",
     reads: &[2],
-    choose: |d, inputs: &[HostBuf]| choose(d, inputs[2].as_u32()),
+    choose: |d, inputs: &Readable| choose(d, inputs.input(2).as_u32()),
 };

@@ -325,20 +325,15 @@ fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>,
         return Err(error(format!("output is {:?}; {} {} writes {:?}", out.shape, op.name, Op::dims_label(&dims), op.output_shape(&dims))));
     }
     tensor::check_no_overlap(&tensors, &out, op)?;
-    let picked = if stage == CURRENT {
-        // The dispatcher sees only the inputs it reads; copy those.
-        let mut host: Vec<HostBuf> = op.inputs.iter().map(|i| HostBuf::empty(i.elem)).collect();
+    // The dispatcher reads only its `reads`: copy those to the host.
+    let mut host: Vec<HostBuf> = op.inputs.iter().map(|i| HostBuf::empty(i.elem)).collect();
+    if stage == CURRENT {
         for &i in op.current.reads {
             host[i] = tensors[i].to_host(py, device)?;
         }
-        Picked { stage: (op.current.choose)(&dims, &host), by_current: true }
-    } else {
-        Picked { stage: op.stage(stage).map_err(error)?, by_current: false }
-    };
-    if !(picked.stage.supports)(&dims) {
-        return Err(error(format!("{} {} does not support dims {}", op.name, picked.stage.name, Op::dims_label(&dims))));
     }
-    let plan = (picked.stage.plan)(&dims);
+    let picked = op.pick(stage, &dims, &host).map_err(error)?;
+    let plan = op.plan_for(picked.stage, &dims).map_err(error)?;
     let scratch: Vec<Bound<'_, PyAny>> = plan.scratch.iter().map(|&n| tensor::empty_f32(py, n, device)).collect::<PyResult<_>>()?;
     let scratch_ptrs: Vec<u64> = scratch.iter().map(|s| Tensor::read(s, "scratch", None).map(|t| t.ptr)).collect::<PyResult<_>>()?;
     let input_ptrs: Vec<u64> = tensors.iter().map(|t| t.ptr).collect();

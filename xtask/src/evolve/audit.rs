@@ -33,7 +33,7 @@ pub fn on_gpu(gpu: &Gpu, space: &Space, shapes: &[(Vec<u32>, &str)]) -> Result<V
                         if cmp.passed() {
                             Outcome::Passed { max_abs_err: cmp.max_abs_err }
                         } else {
-                            Outcome::Failed { error: cmp.summary(dims) }
+                            Outcome::Failed { error: cmp.summary(&op.output_shape(dims)) }
                         }
                     }
                 },

@@ -141,7 +141,7 @@ impl<'a> Bench<'a> {
     pub fn check(&self, p: &Prepared) -> Result<Check, String> {
         let out = self.gpu.run_prepared(p)?;
         let cmp = compare(&out, self.reference, self.tolerance);
-        Ok(Check { passed: cmp.passed(), max_abs_err: cmp.max_abs_err, summary: cmp.summary(self.dims) })
+        Ok(Check { passed: cmp.passed(), max_abs_err: cmp.max_abs_err, summary: cmp.summary(&self.op.output_shape(self.dims)) })
     }
 
     /// Per-call kernel µs of `calls` calls.
