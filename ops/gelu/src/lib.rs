@@ -36,43 +36,6 @@ pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh form.
 pub const CUBIC: f64 = 0.044_715;
 
-use mage_common::device::*;
-
-/// `−2·log2(e)·√(2/π)`: `s = z·(SIGMOID_B0 + SIGMOID_B1·z²) = −2u·log2(e)`.
-pub const SIGMOID_B0: f32 = (-2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI) as f32;
-/// `SIGMOID_B0 · 0.044715`.
-pub const SIGMOID_B1: f32 = (-2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) as f32;
-
-/// `gelu(z) = z·σ(2u)`, `σ = rsqrt(1 + ex2(s))²`: mage-002's arithmetic
-/// (its doc carries the error analysis), for the stages after it. `ex2` and
-/// `rsqrt` stand for `ex2.approx` and `rsqrt.approx`; tests check it gives
-/// mage-002's bits.
-#[inline(always)]
-pub fn gelu_sigmoid_with(z: f32, ex2: impl Fn(f32) -> f32, rsqrt: impl Fn(f32) -> f32) -> f32 {
-    let s = z * fma(SIGMOID_B1, z * z, SIGMOID_B0);
-    let r = rsqrt(1.0 + ex2(s));
-    z * (r * r)
-}
-
-/// Writes `gelu(x + bias)` for quads `q[i]` (`i < U`, all inside the
-/// output) that share one bias quad, the four floats from column `col`
-/// (the same columns of `U` rows). The `U` loads of x and the one of bias
-/// are issued before any math: the stores are unconditional, so the
-/// compiler cannot sink a load into a store's branch.
-///
-/// # Safety
-/// Quad `q[i]` of `x` and `y` and the four floats of `bias` from `col` lie
-/// in their buffers, all 16-byte aligned.
-#[inline(always)]
-pub unsafe fn gelu_column<const U: usize>(x: *const f32, bias: *const f32, y: *mut f32, q: [u32; U], col: u32) {
-    let xs = q.map(|q| unsafe { ld_nc4(x, 4 * q) });
-    let b = unsafe { ld_nc4(bias, col) };
-    for i in 0..U {
-        let z = xs[i].zip(b, |x, b| x + b);
-        unsafe { st4(y, 4 * q[i], z.map(|z| gelu_sigmoid_with(z, ex2_approx, rsqrt_approx))) };
-    }
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
@@ -106,13 +69,8 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
     }
 
-    /// The registry: every stage, oldest first, then the candidates.
+    /// The registry: every stage, oldest first.
     pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
-
-    /// Widths whose quads never straddle two rows.
-    pub fn supports_quads(d: &[u32]) -> bool {
-        d[1].is_multiple_of(4)
-    }
 
     pub static OP: Op = Op {
         name: "gelu",
