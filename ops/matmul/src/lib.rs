@@ -74,6 +74,29 @@ pub(crate) unsafe fn load_quad<const VEC: bool>(p: *const f32, row: u32, rows: u
     }
 }
 
+/// Copies the quad `p[row * cols + col ..][..4]` of a row-major `rows` x
+/// `cols` matrix to shared byte `dst` with `cp.async`, zero-filling what
+/// lies outside the matrix (the source index then clamped to 0). `VEC`:
+/// one 16-byte copy, which needs `cols % 4 == 0` (the quad is then wholly
+/// inside or outside); otherwise four 4-byte copies.
+///
+/// # Safety
+/// `p` must hold the `rows * cols` matrix.
+#[inline(always)]
+pub(crate) unsafe fn cp_async_quad<const VEC: bool>(dst: u32, p: *const f32, row: u32, rows: u32, col: u32, cols: u32) {
+    if VEC {
+        let ok = row < rows && col < cols;
+        let src = if ok { row * cols + col } else { 0 };
+        unsafe { cp_async_ca_16_zfill(dst, p, src, if ok { 16 } else { 0 }) };
+    } else {
+        for j in 0..4 {
+            let ok = row < rows && col + j < cols;
+            let src = if ok { row * cols + col + j } else { 0 };
+            unsafe { cp_async_ca_4_zfill(dst + 4 * j, p, src, if ok { 4 } else { 0 }) };
+        }
+    }
+}
+
 /// Stores the quad `v` at `p[row * cols + col ..][..4]`, skipping elements
 /// outside the `rows` x `cols` matrix; `VEC` as in [`load_quad`].
 ///

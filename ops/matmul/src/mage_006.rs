@@ -61,7 +61,7 @@
 //! | 1000x1037x999 | 129.34 | 135.52 |
 //! <!-- /mage:table -->
 
-use crate::{rank1_update, store_tile};
+use crate::{cp_async_quad, rank1_update, store_tile};
 use mage_common::device::*;
 
 pub const BM: u32 = 64;
@@ -110,17 +110,7 @@ unsafe fn issue_tile<const VEC: bool>(a: *const f32, b: *const f32, m: u32, n: u
         let (r, c) = (q / 16, 4 * (q % 16));
         let (row, col) = (k0 + r, col0 + c);
         let dst = buf + (A_FLOATS + r * BN + c) * 4;
-        if VEC {
-            let ok = row < k && col < n;
-            let src = if ok { row * n + col } else { 0 };
-            unsafe { cp_async_ca_16_zfill(dst, b, src, if ok { 16 } else { 0 }) };
-        } else {
-            for j in 0..4 {
-                let ok = row < k && col + j < n;
-                let src = if ok { row * n + col + j } else { 0 };
-                unsafe { cp_async_ca_4_zfill(dst + 4 * j, b, src, if ok { 4 } else { 0 }) };
-            }
-        }
+        unsafe { cp_async_quad::<VEC>(dst, b, row, k, col, n) };
     }
 }
 

@@ -77,7 +77,7 @@
 //! | 1000x1037x999 | 113.94 | 119.90 |
 //! <!-- /mage:table -->
 
-use crate::store_quad;
+use crate::{cp_async_quad, store_quad};
 use mage_common::device::*;
 
 pub const BM: u32 = 128;
@@ -133,17 +133,7 @@ unsafe fn issue_tile<const VEC: bool>(a: *const f32, b: *const f32, m: u32, n: u
         let (r, c) = (q / 32, 4 * (q % 32));
         let (row, col) = (k0 + r, col0 + c);
         let dst = buf + (A_FLOATS + r * BN + c) * 4;
-        if VEC {
-            let ok = row < k && col < n;
-            let src = if ok { row * n + col } else { 0 };
-            unsafe { cp_async_ca_16_zfill(dst, b, src, if ok { 16 } else { 0 }) };
-        } else {
-            for j in 0..4 {
-                let ok = row < k && col + j < n;
-                let src = if ok { row * n + col + j } else { 0 };
-                unsafe { cp_async_ca_4_zfill(dst + 4 * j, b, src, if ok { 4 } else { 0 }) };
-            }
-        }
+        unsafe { cp_async_quad::<VEC>(dst, b, row, k, col, n) };
     }
 }
 

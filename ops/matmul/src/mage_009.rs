@@ -117,6 +117,7 @@
 //!
 //! Not yet measured on the GPU.
 
+use crate::cp_async_quad;
 use mage_common::device::wgmma::*;
 use mage_common::device::*;
 
@@ -250,27 +251,6 @@ impl Tile for Rows64 {
     }
 }
 
-/// Copies the quad `p[row * cols + col ..][..4]` of a row-major `rows` x
-/// `cols` matrix to shared byte `dst` with `cp.async`, zero-filling what
-/// lies outside the matrix (the source index then clamped to 0). `VEC`:
-/// one 16-byte copy, which needs `cols % 4 == 0` (the quad is then wholly
-/// inside or outside); otherwise four 4-byte copies.
-///
-/// # Safety
-/// `p` must hold the `rows * cols` matrix.
-#[inline(always)]
-unsafe fn copy_quad<const VEC: bool>(dst: u32, p: *const f32, row: u32, rows: u32, col: u32, cols: u32) {
-    if VEC {
-        let ok = row < rows && col < cols;
-        unsafe { cp_async_ca_16_zfill(dst, p, if ok { row * cols + col } else { 0 }, if ok { 16 } else { 0 }) };
-    } else {
-        for j in 0..4 {
-            let ok = row < rows && col + j < cols;
-            unsafe { cp_async_ca_4_zfill(dst + 4 * j, p, if ok { row * cols + col + j } else { 0 }, if ok { 4 } else { 0 }) };
-        }
-    }
-}
-
 /// Issues the copies of K tile `tile` into the stage at byte `stage`.
 /// A: `BM` rows x 8 chunks; thread `t` takes chunks `q = t + 256 i`
 /// (row `q / 8`, chunk `q % 8`), so a warp reads 4 rows of 128 bytes and
@@ -287,13 +267,13 @@ unsafe fn issue_tile<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u3
     for i in 0..T::BM / 32 {
         let q = t + THREADS * i;
         let (r, c) = (q / 8, q % 8);
-        unsafe { copy_quad::<VEC>(stage + swizzled(r, c), blk.a, blk.row0 + r, blk.m, k0 + 4 * c, blk.k) };
+        unsafe { cp_async_quad::<VEC>(stage + swizzled(r, c), blk.a, blk.row0 + r, blk.m, k0 + 4 * c, blk.k) };
     }
     for i in 0..BK * BN / 4 / THREADS {
         let q = t + THREADS * i;
         let (r, c) = (q / 32, q % 32);
         let dst = stage + 2 * plane_bytes(T::BM) + r * B_ROW_FLOATS * 4 + c * 16;
-        unsafe { copy_quad::<VEC>(dst, blk.b, k0 + r, blk.k, blk.col0 + 4 * c, blk.n) };
+        unsafe { cp_async_quad::<VEC>(dst, blk.b, k0 + r, blk.k, blk.col0 + 4 * c, blk.n) };
     }
 }
 
