@@ -52,7 +52,9 @@ pub mod mage_003;
 pub mod mage_004;
 pub mod mage_005;
 
-use mage_common::device::{F32x4, block_idx_x, fma, lane_id, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, warp_id, warp_sum};
+use mage_common::device::{
+    F32x4, block_idx_x, fma, lane_id, ld, ld_nc, ld_nc_u32, ld_nc4, shuffle_idx, shuffle_xor, st, thread_idx_x, warp_id, warp_sum,
+};
 
 /// The rows consumed at diagonals `d0` and `d1` of the merge path of
 /// `rowptr[1..=n]` with `0..edges`: for each, the number of rows `i` with
@@ -93,6 +95,10 @@ pub unsafe fn merge_path(rowptr: *const u32, d0: u32, d1: u32, n: u32, edges: u3
 
 /// Warps per block of the stages that give each warp its own piece of work.
 pub const WARPS_PER_BLOCK: u32 = 8;
+/// The number of warps the stages' work splits aim at: 32 per SM of the H200.
+pub const TARGET_WARPS: u32 = 132 * 32;
+/// Threads per block of the merge-path stages' fix-up kernel.
+pub const FIX_THREADS: u32 = 256;
 
 /// This warp's number in the grid, for blocks of [`WARPS_PER_BLOCK`] warps.
 #[inline(always)]
@@ -244,6 +250,51 @@ pub unsafe fn accumulate(
     acc
 }
 
+// The merge-path stages (mage-002, mage-003) share their fix-up kernel.
+mage_common::kernel! {
+    /// Thread `t` = `p·width + col`: if worker `p` starts a run of carries
+    /// into row `r`, adds the run's carries (in worker order) to `out[r, col]`.
+    /// `items` must be positive.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn neighbor_fixup(
+        rowptr: *const u32,
+        carry: *const f32,
+        carry_row: *const u32,
+        out: *mut f32,
+        n: u32,
+        width: u32,
+        edges: u32,
+        items: u32,
+    ) {
+        // SAFETY: the plan passes a positive share size.
+        unsafe { core::hint::assert_unchecked(items > 0) };
+        let workers = (n + edges).div_ceil(items);
+        let t = block_idx_x() * FIX_THREADS + thread_idx_x();
+        if t >= workers * width {
+            return;
+        }
+        unsafe {
+            // SAFETY: t < workers·width, so width > 0.
+            core::hint::assert_unchecked(width > 0);
+            let (p, col) = (t / width, t % width);
+            let r = ld_nc_u32(carry_row, p);
+            if r >= n || (p > 0 && ld_nc_u32(carry_row, p - 1) == r) {
+                return;
+            }
+            // Worker q carries into row r while (q + 1)·items <= r + rowptr[r + 1].
+            let last = ((r + ld_nc_u32(rowptr, r + 1)) / items).min(workers);
+            let mut s = 0.0;
+            let mut q = p;
+            while q < last {
+                s += ld_nc(carry, q * width + col);
+                q += 1;
+            }
+            let i = r * width + col;
+            st(out, i, ld(out, i) + s);
+        }
+    }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
 
@@ -258,7 +309,7 @@ mod host {
     use mage_common::kernel::Dim3;
     use mage_common::numeric::Tolerance;
     use mage_common::op::Extent::{Dim, DimPlus1};
-    use mage_common::op::{Arg, Elem, Generator, HostBuf, Input, Launch, Op, Stage, Workload};
+    use mage_common::op::{Arg, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
 
     /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], without
     /// shared memory.
@@ -270,6 +321,45 @@ mod host {
     /// `shared_bytes` of shared memory per block.
     pub fn warp_launch_shared(kernel: &'static Kernel, warps: u32, shared_bytes: u32, args: Vec<Arg>) -> Launch {
         Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes, args }
+    }
+
+    /// Items (rows + edges) per warp of the merge-path stages for these
+    /// dims.
+    pub fn merge_items(d: &[u32]) -> u32 {
+        (d[0] + d[2]).div_ceil(TARGET_WARPS).clamp(32, 1024)
+    }
+
+    /// Whether the merge-path stages' scratch fits (at most 2^30 floats) and
+    /// their item count fits a u32 with room.
+    pub fn merge_supports(d: &[u32]) -> bool {
+        let (n, width, edges) = (d[0] as u64, d[1] as u64, d[2] as u64);
+        let workers = (n + edges).div_ceil(merge_items(d) as u64);
+        n + edges < 1 << 31 && workers * width <= 1 << 30
+    }
+
+    /// A merge-path stage's two launches with `items` per warp: its `main`
+    /// kernel, then the fix-up that adds the carries.
+    pub fn merge_plan(d: &[u32], items: u32, main: &'static Kernel) -> Plan {
+        let (n, width, edges) = (d[0], d[1], d[2]);
+        let workers = (n + edges).div_ceil(items);
+        let sizes = vec![Arg::U32(n), Arg::U32(width), Arg::U32(edges), Arg::U32(items)];
+        let mut main_args = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::Scratch(0), Arg::Scratch(1)];
+        main_args.extend(&sizes);
+        let mut fix = vec![Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::Output];
+        fix.extend(&sizes);
+        Plan {
+            launches: vec![
+                warp_launch(main, workers, main_args),
+                Launch {
+                    kernel: &neighbor_fixup::KERNEL,
+                    grid: Dim3::x((workers * width).div_ceil(FIX_THREADS)),
+                    block: Dim3::x(FIX_THREADS),
+                    shared_bytes: 0,
+                    args: fix,
+                },
+            ],
+            scratch: vec![workers as usize * width as usize, workers as usize],
+        }
     }
 
     /// The arguments of a kernel that takes the graph and the output, then

@@ -55,20 +55,14 @@
 //! | 7x9x23 | 4.89 | 11.36 |
 //! <!-- /mage:table -->
 
-use crate::merge_path;
+use crate::{merge_path, warp_in_grid};
 use mage_common::device::*;
 
-/// Warps per block of the main kernel.
-pub const WARPS: u32 = 8;
 /// Columns a warp covers per pass over its share: two per lane.
 pub const COLS: u32 = 64;
-/// Threads per block of the fix-up kernel.
-pub const FIX_THREADS: u32 = 256;
-/// The number of warps the share size aims at: 32 per SM of the H200.
-pub const TARGET_WARPS: u32 = 132 * 32;
 
 mage_common::kernel! {
-    /// Warp `p` = `block·WARPS + warp` walks items `p·items .. (p + 1)·items`
+    /// Warp `p` = `block·WARPS_PER_BLOCK + warp` walks items `p·items .. (p + 1)·items`
     /// of the merge path; writes finished rows to `out`, its carry to
     /// `carry[p, :]` and the carry's row to `carry_row[p]` (`n` for none).
     /// `items` must be positive.
@@ -90,7 +84,7 @@ mage_common::kernel! {
         unsafe { core::hint::assert_unchecked(items > 0) };
         let total = n + edges;
         let workers = total.div_ceil(items);
-        let p = block_idx_x() * WARPS + warp_id();
+        let p = warp_in_grid();
         if p >= workers {
             return;
         }
@@ -141,98 +135,24 @@ mage_common::kernel! {
     }
 }
 
-mage_common::kernel! {
-    /// Thread `t` = `p·width + col`: if worker `p` starts a run of carries
-    /// into row `r`, adds the run's carries (in worker order) to `out[r, col]`.
-    /// `items` must be positive.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn neighbor_fixup(
-        rowptr: *const u32,
-        carry: *const f32,
-        carry_row: *const u32,
-        out: *mut f32,
-        n: u32,
-        width: u32,
-        edges: u32,
-        items: u32,
-    ) {
-        // SAFETY: the plan passes a positive share size.
-        unsafe { core::hint::assert_unchecked(items > 0) };
-        let workers = (n + edges).div_ceil(items);
-        let t = block_idx_x() * FIX_THREADS + thread_idx_x();
-        if t >= workers * width {
-            return;
-        }
-        unsafe {
-            // SAFETY: t < workers·width, so width > 0.
-            core::hint::assert_unchecked(width > 0);
-            let (p, col) = (t / width, t % width);
-            let r = ld_nc_u32(carry_row, p);
-            if r >= n || (p > 0 && ld_nc_u32(carry_row, p - 1) == r) {
-                return;
-            }
-            // Worker q carries into row r while (q + 1)·items <= r + rowptr[r + 1].
-            let last = ((r + ld_nc_u32(rowptr, r + 1)) / items).min(workers);
-            let mut s = 0.0;
-            let mut q = p;
-            while q < last {
-                s += ld_nc(carry, q * width + col);
-                q += 1;
-            }
-            let i = r * width + col;
-            st(out, i, ld(out, i) + s);
-        }
-    }
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Plan, Stage};
+    use mage_common::op::{Plan, Stage};
 
     /// Items (rows + edges) per warp for these dims.
     pub fn items(d: &[u32]) -> u32 {
-        (d[0] + d[2]).div_ceil(TARGET_WARPS).clamp(32, 1024)
+        crate::merge_items(d)
     }
 
-    /// The scratch the plan needs fits (at most 2^30 floats) and the item
-    /// count fits a u32 with room.
     pub fn supports(d: &[u32]) -> bool {
-        let (n, width, edges) = (d[0] as u64, d[1] as u64, d[2] as u64);
-        let workers = (n + edges).div_ceil(items(d) as u64);
-        n + edges < 1 << 31 && workers * width <= 1 << 30
+        crate::merge_supports(d)
     }
 
     /// The two launches with `items` per warp (tests vary it to split rows
     /// across many warps).
     pub fn plan_with(d: &[u32], items: u32) -> Plan {
-        let (n, width, edges) = (d[0], d[1], d[2]);
-        let workers = (n + edges).div_ceil(items);
-        let sizes = vec![Arg::U32(n), Arg::U32(width), Arg::U32(edges), Arg::U32(items)];
-        let mut main = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::Scratch(0), Arg::Scratch(1)];
-        main.extend(&sizes);
-        let mut fix = vec![Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::Output];
-        fix.extend(&sizes);
-        Plan {
-            launches: vec![
-                Launch {
-                    kernel: &neighbor_merge::KERNEL,
-                    grid: Dim3::x(workers.div_ceil(WARPS)),
-                    block: Dim3::x(WARPS * 32),
-                    shared_bytes: 0,
-                    args: main,
-                },
-                Launch {
-                    kernel: &neighbor_fixup::KERNEL,
-                    grid: Dim3::x((workers * width).div_ceil(FIX_THREADS)),
-                    block: Dim3::x(FIX_THREADS),
-                    shared_bytes: 0,
-                    args: fix,
-                },
-            ],
-            scratch: vec![workers as usize * width as usize, workers as usize],
-        }
+        crate::merge_plan(d, items, &neighbor_merge::KERNEL)
     }
 
     pub fn plan(d: &[u32]) -> Plan {
@@ -242,7 +162,7 @@ mod host {
     pub static STAGE: Stage = Stage {
         name: "mage-002",
         summary: "merge-path shares of rows + edges, one warp each, carries summed by a fix-up kernel",
-        kernels: &[&neighbor_merge::KERNEL, &neighbor_fixup::KERNEL],
+        kernels: &[&neighbor_merge::KERNEL, &crate::neighbor_fixup::KERNEL],
         supports,
         plan,
     };

@@ -41,8 +41,7 @@
 //! | 65536x64x1048576 power-law | 78.69 | 85.22 |
 //! <!-- /mage:table -->
 
-use crate::mage_002::WARPS;
-use crate::merge_path;
+use crate::{merge_path, warp_in_grid};
 use mage_common::device::*;
 
 /// Edge steps per iteration of the gather loop (written out as four `fetch`es).
@@ -69,7 +68,7 @@ mage_common::kernel! {
         unsafe { core::hint::assert_unchecked(items > 0) };
         let total = n + edges;
         let workers = total.div_ceil(items);
-        let p = block_idx_x() * WARPS + warp_id();
+        let p = warp_in_grid();
         if p >= workers {
             return;
         }
@@ -140,28 +139,25 @@ mage_common::kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::mage_002;
     use mage_common::op::{Plan, Stage};
 
     pub fn supports(d: &[u32]) -> bool {
-        d[1].is_multiple_of(4) && mage_002::supports(d)
+        d[1].is_multiple_of(4) && crate::merge_supports(d)
     }
 
-    /// mage-002's plan with this stage's main kernel.
+    /// mage-002's launches with this stage's main kernel.
     pub fn plan_with(d: &[u32], items: u32) -> Plan {
-        let mut plan = mage_002::plan_with(d, items);
-        plan.launches[0].kernel = &neighbor_merge_quad::KERNEL;
-        plan
+        crate::merge_plan(d, items, &neighbor_merge_quad::KERNEL)
     }
 
     pub fn plan(d: &[u32]) -> Plan {
-        plan_with(d, mage_002::items(d))
+        plan_with(d, crate::merge_items(d))
     }
 
     pub static STAGE: Stage = Stage {
         name: "mage-003",
         summary: "merge-path shares, coalesced edge batches shuffled to lane groups, 128-bit gathers",
-        kernels: &[&neighbor_merge_quad::KERNEL, &mage_002::neighbor_fixup::KERNEL],
+        kernels: &[&neighbor_merge_quad::KERNEL, &crate::neighbor_fixup::KERNEL],
         supports,
         plan,
     };

@@ -35,7 +35,7 @@
 //!   warp's work with mage-004's gather loop (one batch of edges, lane
 //!   groups, 8 gathers in flight per lane), so the light rows each take one
 //!   round of gathers, all at once. Where there are more rows than
-//!   [`TARGET_WARPS`], a warp takes rows `r, r + W, r + 2W, ...` (`W` warps
+//!   [`TARGET_WARPS`](crate::TARGET_WARPS), a warp takes rows `r, r + W, r + 2W, ...` (`W` warps
 //!   in the grid) and issues the next row's batch and the bounds of the row
 //!   after it before this row's gathers, so the rowptr and batch round trips
 //!   of one row hide under the gathers of the one before (mage-004 loses
@@ -108,10 +108,6 @@ use mage_common::device::*;
 /// Rows with more edges than this are heavy: the second kernel sums them.
 /// One batch of edges covers a light row.
 pub const HEAVY: u32 = 32;
-
-/// The number of warps the first kernel's grid and the second kernel's
-/// chunk size aim at: 32 per SM of the H200.
-pub const TARGET_WARPS: u32 = 132 * 32;
 
 /// No row: a free slot of a block's parts.
 const NONE: u32 = u32::MAX;
@@ -335,11 +331,11 @@ mage_common::kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::{graph_args, warp_launch, warp_launch_shared};
+    use crate::{TARGET_WARPS, graph_args, warp_launch, warp_launch_shared};
     use mage_common::op::{Arg, Plan, Stage};
 
     /// Edges per warp of the second kernel: the edges over
-    /// [`TARGET_WARPS`], a multiple of 32 between 32 and 1024.
+    /// [`TARGET_WARPS`](crate::TARGET_WARPS), a multiple of 32 between 32 and 1024.
     pub fn chunk(d: &[u32]) -> u32 {
         d[2].div_ceil(TARGET_WARPS).next_multiple_of(32).clamp(32, 1024)
     }
