@@ -38,7 +38,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 #[cfg(not(target_arch = "nvptx64"))]
-#[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
 pub mod mage_001;
 pub mod mage_002;
@@ -567,11 +566,8 @@ unsafe fn stage_outputs<const RI: usize, const RJ: usize>(
 /// The block tiles of the channel-tiled stages (see their modules for why these).
 pub const TILES_32X16: ChannelTiles = ChannelTiles { ti: 32, tj: 16, ri: 4, rj: 4, tk: 16, depth: 3, warp_channel: false, split: 1 };
 pub const TILES_64X32: ChannelTiles = ChannelTiles { ti: 64, tj: 32, ri: 8, rj: 8, tk: 8, depth: 3, warp_channel: false, split: 1 };
-/// The same tiles with a warp per channel.
-pub const TILES_32X16_WARP: ChannelTiles = ChannelTiles { warp_channel: true, depth: 4, ..TILES_32X16 };
-pub const TILES_64X32_WARP: ChannelTiles = ChannelTiles { warp_channel: true, tk: 4, ..TILES_64X32 };
 /// The 32x16 tile with a warp per channel and `k` split over two groups of 256 threads.
-pub const TILES_32X16_SPLIT: ChannelTiles = ChannelTiles { split: 2, ..TILES_32X16_WARP };
+pub const TILES_32X16_SPLIT: ChannelTiles = ChannelTiles { warp_channel: true, depth: 4, split: 2, ..TILES_32X16 };
 
 /// A kernel entry running [`channel_tiles`] with the constant tile shape `$shape`.
 macro_rules! channel_tiles_entry {
@@ -599,16 +595,6 @@ channel_tiles_entry!(
     /// [`TILES_64X32`]: 256 threads, 8x8 outputs each; any `n`, `c`.
     triangle_tiles_64x32,
     TILES_64X32
-);
-channel_tiles_entry!(
-    /// [`TILES_32X16_WARP`]: 256 threads, a warp per channel, 4x4 outputs each; any `n`, `c`.
-    triangle_tiles_32x16_warp,
-    TILES_32X16_WARP
-);
-channel_tiles_entry!(
-    /// [`TILES_64X32_WARP`]: 256 threads, a warp per channel, 8x8 outputs each; any `n`, `c`.
-    triangle_tiles_64x32_warp,
-    TILES_64X32_WARP
 );
 channel_tiles_entry!(
     /// [`TILES_32X16_SPLIT`]: 512 threads in two `k` groups, a warp per channel, 4x4 outputs each; any `n`, `c`.
