@@ -38,7 +38,7 @@ use mage_common::control::CONTROL;
 use mage_common::fixtures::{DEFAULT_SEED, sha256_hex};
 use mage_common::op::Op;
 use mage_common::space::Space;
-use measure::{BURN_IN_PAIRS, Bench, ROUND_ORDERS, ROUNDS, calls_per_segment, order_text, parallel_reference};
+use measure::{BURN_IN_PAIRS, Bench, ROUND_ORDERS, ROUNDS, calls_per_segment, order_text};
 use propose::{CONTROL_LIMIT, KEEP_MAX, KEEP_MEDIAN, Proposer, Search};
 use std::path::PathBuf;
 
@@ -217,7 +217,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let clocks_start = gpu.clocks();
     eprintln!("{} {}: inputs and the f64 reference", op.name, Op::dims_label(&dims));
     let inputs = op.generate(&dims, a.seed);
-    let reference = parallel_reference(op, &dims, &inputs);
+    let reference = op.reference_on_all_cores(&dims, &inputs);
     let device_inputs = gpu.upload(&inputs)?;
     let control_dims = CONTROL.default_dims;
     let control_inputs = gpu.upload(&CONTROL.generate(control_dims, 0))?;
@@ -234,7 +234,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     };
     let current_stage = op.dispatch(&dims, &inputs);
     let current = bench.prepare(&(current_stage.plan)(&dims))?;
-    let first = bench.check(&current)?;
+    let first = bench.check_under(&current, op.tolerance_for(current_stage.name, &dims, &inputs))?;
     if !first.passed {
         return Err(format!("current ({}) fails the reference: {}", current_stage.name, first.summary));
     }

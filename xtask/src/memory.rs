@@ -48,12 +48,13 @@ pub fn scratch_bytes(op: &Op, stage: &str, dims: &[u32]) -> u64 {
 
 /// Host memory for `run` or one workload of `sweep`: the inputs, one input
 /// again as file bytes (read from a case or written), the output (twice on
-/// a GPU: before and after timing), the f64 reference, and on the emulator
-/// the plan's scratch.
+/// a GPU: before and after timing), the f64 reference and the copies of
+/// the copies of the inputs its threads hold ([`Op::reference_copy_bytes`]),
+/// and on the emulator the plan's scratch.
 pub fn host_need_run(op: &Op, dims: &[u32], scratch: u64, machine: Machine) -> Need {
     let (inputs, largest) = input_bytes(op, dims);
     let output = op.output_len(dims) as u64 * 4;
-    let mut parts = vec![("inputs", inputs), ("file staging", largest)];
+    let mut parts = vec![("inputs", inputs), ("file staging", largest), ("reference threads' input copies", op.reference_copy_bytes(dims))];
     match machine {
         Machine::Emulator => parts.extend([("output", output), ("f64 reference", output * 2), ("scratch", scratch)]),
         Machine::Gpu => parts.extend([("outputs", output * 2), ("f64 reference", output * 2)]),

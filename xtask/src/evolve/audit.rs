@@ -4,7 +4,6 @@
 //! space's small audit shapes (what `cargo test` runs in CI). Any failure
 //! fails the command; a summary and every row are written.
 
-use super::measure::parallel_reference;
 use mage_common::fixtures::{DEFAULT_SEED, write_atomic};
 use mage_common::numeric::compare;
 use mage_common::op::Op;
@@ -19,7 +18,7 @@ pub fn on_gpu(gpu: &Gpu, space: &Space, shapes: &[(Vec<u32>, &str)]) -> Result<V
     let mut rows = vec![];
     for (dims, generator) in shapes {
         let inputs = (op.generator(Some(generator))?.generate)(dims, DEFAULT_SEED);
-        let reference = parallel_reference(op, dims, &inputs);
+        let reference = op.reference_on_all_cores(dims, &inputs);
         let tol = (op.tolerance)(dims, &inputs);
         let device = gpu.upload(&inputs)?;
         eprintln!("{} {}: {} configurations", op.name, Op::dims_label(dims), configs.len());
