@@ -191,10 +191,8 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         seen.push(key);
         new
     });
-    let out_dir = results_root().join(&a.namespace);
-    if out_dir.join("comparison.json").exists() && !a.force {
-        return Err(format!("{} already holds a comparison; pass --force to overwrite it", out_dir.display()));
-    }
+    let out_dir = crate::outputs::namespace_dir(&results_root(), &a.namespace)?;
+    crate::outputs::check_evidence(&out_dir.join("comparison.json"), a.force)?;
     let python_path = python_path()?;
     let _lock = crate::lock::GpuLock::acquire("compare")?;
     let work = std::env::temp_dir().join(format!("mage-compare-{}-{}", a.namespace, std::process::id()));

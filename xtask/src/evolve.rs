@@ -32,6 +32,7 @@ mod report;
 mod run;
 
 use crate::compare::results_root;
+use crate::outputs::namespace_dir;
 use crate::report::table;
 use ledger::{Entry, Ledger, Procedure, Start, file_name, now_utc};
 use mage_common::control::CONTROL;
@@ -136,7 +137,7 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
 
 fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     let dir = match &a.namespace {
-        Some(ns) => results_root().join(ns),
+        Some(ns) => namespace_dir(&results_root(), ns)?,
         None => std::env::temp_dir().join("mage-evolve-audit"),
     };
     if a.emulate {
@@ -158,7 +159,7 @@ fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
 /// and the summary of all of them.
 fn render(a: &EvolveArgs) -> Result<(), String> {
     let ns = a.namespace.as_deref().ok_or("--report needs --namespace")?;
-    let dir = results_root().join(ns);
+    let dir = namespace_dir(&results_root(), ns)?;
     let comparisons = a
         .compare
         .iter()
@@ -200,7 +201,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let op = space.op;
     let dims = dims(space, a.dims.as_deref())?;
     let ns = a.namespace.as_deref().ok_or("name the evidence: --namespace NAME")?;
-    let path = results_root().join(ns).join(file_name(op.name, &dims));
+    let path = namespace_dir(&results_root(), ns)?.join(file_name(op.name, &dims));
     let mut ledger = Ledger::open(&path, a.resume, op.name, &dims)?;
     let resumed_from = ledger.starts().next().map(|s| s.from.clone());
     let from = match (&a.from, &resumed_from) {

@@ -57,10 +57,11 @@ pub fn check_out_file(path: &Path, reads: &[PathBuf], force: bool) -> Result<(),
     Ok(())
 }
 
-/// Checks `--namespace NAME` names one folder under `results/`.
-pub fn check_namespace(name: &str) -> Result<(), String> {
+/// The folder of `--namespace NAME` under the results folder `root`,
+/// where `NAME` is a plain folder name (no path that leads elsewhere).
+pub fn namespace_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
     let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\']);
-    if plain { Ok(()) } else { Err(format!("--namespace `{name}` must be a plain folder name under results/")) }
+    if plain { Ok(root.join(name)) } else { Err(format!("--namespace `{name}` must be a plain folder name under results/")) }
 }
 
 /// Checks a results directory can take files: absent (it will be made) or
@@ -106,9 +107,9 @@ mod tests {
 
     #[test]
     fn namespaces_are_plain_names() {
-        assert!(check_namespace("mage-007").is_ok());
+        assert_eq!(namespace_dir(Path::new("results"), "mage-007"), Ok(PathBuf::from("results/mage-007")));
         for bad in ["", ".", "..", "../x", "a/b"] {
-            assert!(check_namespace(bad).is_err(), "{bad}");
+            assert!(namespace_dir(Path::new("results"), bad).is_err(), "{bad}");
         }
     }
 }

@@ -230,7 +230,7 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
 }
 
 pub fn plot(namespace: &str) -> Result<(), String> {
-    let dir = results_root().join(namespace);
+    let dir = crate::outputs::namespace_dir(&results_root(), namespace)?;
     let path = dir.join("comparison.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let e: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;

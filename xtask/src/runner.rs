@@ -266,8 +266,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     outputs::check_results_dir(&results)?;
     let evidence = match &a.namespace {
         Some(ns) => {
-            outputs::check_namespace(ns)?;
-            let path = results.join(ns).join(format!("sweep-{}.json", op.name));
+            let path = outputs::namespace_dir(&results, ns)?.join(format!("sweep-{}.json", op.name));
             outputs::check_evidence(&path, a.force)?;
             Some(path)
         }

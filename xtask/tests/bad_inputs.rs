@@ -778,6 +778,22 @@ fn sweep_namespace_that_is_a_path() {
 }
 
 #[test]
+fn evolve_namespace_that_is_a_path() {
+    let s = Scratch::new("evolve-namespace-path");
+    refused(
+        s.path(),
+        &["evolve", "--report", "--namespace", "../elsewhere"],
+        "--namespace `../elsewhere` must be a plain folder name under results/$",
+    );
+}
+
+#[test]
+fn plot_namespace_that_is_a_path() {
+    let s = Scratch::new("plot-namespace-path");
+    refused(s.path(), &["plot", "../elsewhere"], "--namespace `../elsewhere` must be a plain folder name under results/$");
+}
+
+#[test]
 fn sweep_results_that_is_a_file() {
     let s = Scratch::new("sweep-results-file");
     std::fs::write(s.join("results"), "mine").unwrap();
