@@ -206,17 +206,26 @@ fn temp_beside(path: &Path, kind: &str) -> PathBuf {
     path.with_file_name(format!(".{name}.{kind}{}", std::process::id()))
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it and a
-/// rename, replacing what `path` held. On any error the temporary file is
-/// removed and `path` is as it was.
+/// Writes `bytes` to `path` through a temporary file beside it, synced,
+/// and a rename, replacing what `path` held (the folder synced after). On
+/// any error the temporary file is removed and `path` is as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     if path.is_dir() {
         return Err(format!("{} is a directory; name a file", path.display()));
     }
     let tmp = temp_beside(path, "tmp");
-    let written = fs::write(&tmp, bytes).map_err(|e| format!("writing {}: {e}", path.display())).and_then(|()| rename(&tmp, path));
+    let synced = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        f.sync_all()
+    };
+    let written = synced().map_err(|e| format!("writing {}: {e}", path.display())).and_then(|()| rename(&tmp, path));
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
+    } else if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // The rename is on disk once the folder is; a folder that cannot be
+        // opened to sync (some filesystems) still holds the file.
+        let _ = fs::File::open(dir).and_then(|d| d.sync_all());
     }
     written
 }

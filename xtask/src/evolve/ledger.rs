@@ -19,7 +19,6 @@ use super::propose::{Decision, History, Ratios, knob_index};
 use mage_common::space::{Config, Space};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One line of a ledger.
@@ -210,9 +209,9 @@ impl Ledger {
         self.starts().count() as u32 + 1
     }
 
-    /// Appends one entry: the old bytes plus the new line, to a temporary
-    /// file, synced, renamed over the ledger; refuses if the file changed
-    /// since this run read it.
+    /// Appends one entry: the old bytes plus the new line, written
+    /// atomically over the ledger; refuses if the file changed since this
+    /// run read it.
     pub fn append(&mut self, entry: Entry) -> Result<(), String> {
         let on_disk =
             if self.path.exists() { std::fs::read(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))? } else { vec![] };
@@ -225,18 +224,7 @@ impl Ledger {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        let tmp = self.path.with_extension(format!("jsonl.tmp{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                std::fs::File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| format!("writing {}: {e}", self.path.display()))?;
+        mage_common::fixtures::write_atomic(&self.path, &bytes)?;
         self.bytes = bytes;
         self.entries.push(entry);
         Ok(())
@@ -249,21 +237,7 @@ impl Ledger {
         let mut state = State { incumbent: space.parse(&start.incumbent)?, history: History::default(), generations: 0 };
         state.history.tried.push(state.incumbent.clone());
         for e in &self.entries {
-            match e {
-                Entry::Start(_) => {}
-                Entry::Pruned(p) => {
-                    state.history.record(&space.parse(&p.change.config)?, knob_index(space, &p.change.knob)?, Decision::Pruned)
-                }
-                Entry::Generation(g) => {
-                    let (config, parent) = (space.parse(&g.change.config)?, space.parse(&g.change.parent)?);
-                    state.generations += 1;
-                    state.history.record(&config, knob_index(space, &g.change.knob)?, g.decision);
-                    if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
-                        state.history.read(&config, &parent, a.vs_incumbent.median);
-                    }
-                    state.incumbent = space.parse(&g.incumbent)?;
-                }
-            }
+            state.apply(space, e)?;
         }
         Ok(state)
     }
@@ -275,6 +249,27 @@ pub struct State {
     pub incumbent: Config,
     pub history: History,
     pub generations: u32,
+}
+
+impl State {
+    /// The state after `entry`: how a live run moves, and how reading a
+    /// ledger replays it.
+    pub fn apply(&mut self, space: &Space, entry: &Entry) -> Result<(), String> {
+        match entry {
+            Entry::Start(_) => {}
+            Entry::Pruned(p) => self.history.record(&space.parse(&p.change.config)?, knob_index(space, &p.change.knob)?, Decision::Pruned),
+            Entry::Generation(g) => {
+                let (config, parent) = (space.parse(&g.change.config)?, space.parse(&g.change.parent)?);
+                self.generations += 1;
+                self.history.record(&config, knob_index(space, &g.change.knob)?, g.decision);
+                if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
+                    self.history.read(&config, &parent, a.vs_incumbent.median);
+                }
+                self.incumbent = space.parse(&g.incumbent)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `2026-12-01T22:09:25Z` for a Unix time.

@@ -127,8 +127,9 @@ pub fn run(
         if let Err(reason) = space.valid(&p.config, dims) {
             println!("pruned {} ({knob} {from} → {to}): {reason}", space.id(&p.config));
             let change = change(space, &state.incumbent, &p);
-            ledger.append(Entry::Pruned(Pruned { session, change, reason, at_utc: now_utc() }))?;
-            state.history.record(&p.config, p.knob, Decision::Pruned);
+            let entry = Entry::Pruned(Pruned { session, change, reason, at_utc: now_utc() });
+            state.apply(space, &entry)?;
+            ledger.append(entry)?;
             continue;
         }
         let number = state.generations + 1;
@@ -137,15 +138,9 @@ pub fn run(
         let m = measurer.measure(&state.incumbent, &p.config)?;
         let g = conclude(space, &state.incumbent, &p, m, number, session, started);
         println!("generation {number}: {:?}: {}", g.decision, g.reason);
-        state.history.record(&p.config, p.knob, g.decision);
-        if let (Some(a), Decision::Kept | Decision::Rejected) = (&g.arms, g.decision) {
-            state.history.read(&p.config, &state.incumbent, a.vs_incumbent.median);
-        }
-        if g.decision == Decision::Kept {
-            state.incumbent = p.config.clone();
-        }
-        state.generations = number;
-        ledger.append(Entry::Generation(Box::new(g)))?;
+        let entry = Entry::Generation(Box::new(g));
+        state.apply(space, &entry)?;
+        ledger.append(entry)?;
         measured += 1;
     }
     Ok(Ended::Done { measured })
