@@ -12,6 +12,7 @@
 //! unless `--force`.
 
 use crate::ops;
+use crate::report::{implementation_label, markdown_table, workload_label};
 use mage_common::fixtures::{self, CaseSpec, write_atomic};
 use mage_common::op::{CURRENT, Op};
 use serde_json::{Value, json};
@@ -289,73 +290,69 @@ pub fn markdown(e: &Value) -> String {
     s += "kernel µs: sum of GPU kernel durations per call (PyTorch profiler, CUPTI), 100 calls, hot L2. span µs: median CUDA-event span \
           around one call, 300 samples in 3 rounds with rotating order [range of round medians]. b2b µs: 100 back-to-back calls / 100. \
           cold span µs: the same span with L2 evicted before each sample.\n\n";
-    s += "| op | workload | implementation | check | kernel µs | kernels/call | span µs [range] | b2b µs | cold span µs |\n|---|---|---|---|---|---|---|---|---|\n";
-    for r in e["results"].as_array().into_iter().flatten() {
-        let ok = r["correct_before"]["passed"].as_bool() == Some(true) && r["correct_after"]["passed"].as_bool() == Some(true);
-        let check = match r["error"].as_str() {
-            Some(err) if !err.is_empty() => format!("ERROR: {err}"),
-            _ if ok => format!("ok ({})", r["correct_before"]["max_abs_err"].as_f64().map_or("?".into(), |v| format!("{v:.1e}"))),
-            _ => "WRONG".into(),
-        };
-        let hot = &r["hot"];
-        s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} [{}] | {} | {} |\n",
-            r["op"].as_str().unwrap_or("?"),
-            workload(r),
-            implementation(r),
-            check,
-            num(&hot["kernel_us"], 2),
-            num(&hot["kernels_per_call"], 0),
-            num(&hot["span"]["median_us"], 2),
-            num(&hot["span"]["range_us"], 2),
-            num(&hot["b2b_us"]["median"], 2),
-            num(&r["cold"]["span"]["median_us"], 2),
-        );
-    }
+    let rows: Vec<Vec<String>> = e["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let ok = r["correct_before"]["passed"].as_bool() == Some(true) && r["correct_after"]["passed"].as_bool() == Some(true);
+            let check = match r["error"].as_str() {
+                Some(err) if !err.is_empty() => format!("ERROR: {err}"),
+                _ if ok => format!("ok ({})", r["correct_before"]["max_abs_err"].as_f64().map_or("?".into(), |v| format!("{v:.1e}"))),
+                _ => "WRONG".into(),
+            };
+            let hot = &r["hot"];
+            vec![
+                r["op"].as_str().unwrap_or("?").into(),
+                workload_label(r),
+                implementation_label(r).unwrap_or_else(|| "?".into()),
+                check,
+                num(&hot["kernel_us"], 2),
+                num(&hot["kernels_per_call"], 0),
+                format!("{} [{}]", num(&hot["span"]["median_us"], 2), num(&hot["span"]["range_us"], 2)),
+                num(&hot["b2b_us"]["median"], 2),
+                num(&r["cold"]["span"]["median_us"], 2),
+            ]
+        })
+        .collect();
+    s += &markdown_table(
+        &["op", "workload", "implementation", "check", "kernel µs", "kernels/call", "span µs [range]", "b2b µs", "cold span µs"],
+        &rows,
+    );
     s += "\n## Verdicts (A-B-B-A rounds, per-round ratios of A's median over B's)\n\n\
           Instrument `kernel`: per-call GPU kernel time (CUPTI records through the PyTorch profiler, every kernel of a call summed); \
-          the only instrument that says which kernel is faster. `span (launch path)`: CUDA-event span around one call, launch path included.\n\n\
-          | op | workload | mode | instrument | A | B | median ratio | spread | verdict |\n|---|---|---|---|---|---|---|---|---|\n";
-    for v in e["verdicts"].as_array().into_iter().flatten() {
-        let b = v["b_implementation"].as_str().map(|i| format!("{} ({i})", v["b"].as_str().unwrap_or("?")));
-        let instrument = match v["instrument"].as_str() {
-            Some("span") => "span (launch path)",
-            Some(other) => other,
-            None => "?",
-        };
-        s += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {}–{} ({}) | {} |\n",
-            v["op"].as_str().unwrap_or("?"),
-            workload(v),
-            v["mode"].as_str().unwrap_or("?"),
-            instrument,
-            v["a"].as_str().unwrap_or("?"),
-            b.unwrap_or_else(|| v["b"].as_str().unwrap_or("?").to_string()),
-            num(&v["median_ratio"], 3),
-            num(&v["spread"]["low"], 3),
-            num(&v["spread"]["high"], 3),
-            v["spread"]["kind"].as_str().unwrap_or("?"),
-            v["verdict"].as_str().unwrap_or(v["error"].as_str().map_or("?", |_| "not measured")),
-        );
-    }
+          the only instrument that says which kernel is faster. `span (launch path)`: CUDA-event span around one call, launch path included.\n\n";
+    let rows: Vec<Vec<String>> = e["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let b = v["b_implementation"].as_str().map(|i| format!("{} ({i})", v["b"].as_str().unwrap_or("?")));
+            let instrument = match v["instrument"].as_str() {
+                Some("span") => "span (launch path)",
+                Some(other) => other,
+                None => "?",
+            };
+            vec![
+                v["op"].as_str().unwrap_or("?").into(),
+                workload_label(v),
+                v["mode"].as_str().unwrap_or("?").into(),
+                instrument.into(),
+                v["a"].as_str().unwrap_or("?").into(),
+                b.unwrap_or_else(|| v["b"].as_str().unwrap_or("?").to_string()),
+                num(&v["median_ratio"], 3),
+                format!(
+                    "{}–{} ({})",
+                    num(&v["spread"]["low"], 3),
+                    num(&v["spread"]["high"], 3),
+                    v["spread"]["kind"].as_str().unwrap_or("?")
+                ),
+                v["verdict"].as_str().unwrap_or(v["error"].as_str().map_or("?", |_| "not measured")).into(),
+            ]
+        })
+        .collect();
+    s += &markdown_table(&["op", "workload", "mode", "instrument", "A", "B", "median ratio", "spread", "verdict"], &rows);
     s
-}
-
-/// `4096x768`, or the label the evidence carries (`4096x64x65536 power-law`).
-fn workload(row: &Value) -> String {
-    match row["label"].as_str() {
-        Some(l) => l.to_string(),
-        None => row["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
-    }
-}
-
-/// `rust current → mage-007` where `current` picked a stage.
-fn implementation(row: &Value) -> String {
-    let name = row["implementation"].as_str().unwrap_or("?");
-    match row["info"]["stage_run"].as_str() {
-        Some(stage) if row["stage"].as_str() == Some(CURRENT) => format!("{name} → {stage}"),
-        _ => name.to_string(),
-    }
 }
 
 #[cfg(test)]

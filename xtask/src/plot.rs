@@ -5,6 +5,7 @@
 //! and carry its 300 span samples; anything else is refused, not drawn.
 
 use crate::compare::results_root;
+use crate::report::{implementation_label, workload_label};
 use plotters::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -127,21 +128,12 @@ fn ops_in(e: &Value) -> Vec<String> {
 fn workloads_in(e: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = vec![];
     for r in timed(e) {
-        let w = (r["op"].as_str().unwrap_or("?").to_string(), crate::tables::shape_label(r));
+        let w = (r["op"].as_str().unwrap_or("?").to_string(), workload_label(r));
         if !out.contains(&w) {
             out.push(w);
         }
     }
     out
-}
-
-/// `rust current → mage-007` where the evidence says which stage ran.
-fn implementation_label(r: &Value) -> Option<String> {
-    let name = r["implementation"].as_str()?;
-    Some(match r["info"]["stage_run"].as_str() {
-        Some(stage) if r["stage"].as_str() == Some("current") => format!("{name} → {stage}"),
-        _ => name.to_string(),
-    })
 }
 
 /// A panel per workload, a bar per implementation: `view` picks the value (and whisker).
@@ -152,8 +144,7 @@ fn by_op(e: &Value, path: &Path, title: &str, view: impl Fn(&Value) -> Option<Ba
     let (head, body) = root.split_vertically(30);
     head.draw_text(title, &("sans-serif", 18).into_text_style(&head), (10, 6)).map_err(|e| e.to_string())?;
     for (area, (op, label)) in body.split_evenly((workloads.len().max(1), 1)).iter().zip(&workloads) {
-        let rows: Vec<&Value> =
-            timed(e).into_iter().filter(|r| r["op"].as_str() == Some(op) && crate::tables::shape_label(r) == *label).collect();
+        let rows: Vec<&Value> = timed(e).into_iter().filter(|r| r["op"].as_str() == Some(op) && workload_label(r) == *label).collect();
         let bars: Vec<Bar> = rows.iter().filter_map(|r| view(r)).collect();
         panel(area, &format!("{op} {label}"), "µs", &bars)?;
     }
@@ -178,7 +169,7 @@ fn progression(e: &Value, path: &Path) -> Result<(), String> {
         let first = workloads_in(e).into_iter().find(|(o, _)| o == op).map(|w| w.1).unwrap_or_default();
         let bars: Vec<Bar> = timed(e)
             .into_iter()
-            .filter(|r| r["op"].as_str() == Some(op) && crate::tables::shape_label(r) == first)
+            .filter(|r| r["op"].as_str() == Some(op) && workload_label(r) == first)
             .filter(|r| r["kind"] == "rust" && r["stage"].as_str().is_some_and(|s| s.starts_with("mage-")))
             .filter_map(|r| {
                 let v = r["hot"]["kernel_us"].as_f64()?;
@@ -198,7 +189,7 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
     let op = s["op"].as_str().unwrap_or("?");
     let mut shapes: Vec<String> = vec![];
     for r in runs {
-        let shape = crate::tables::shape_label(r);
+        let shape = workload_label(r);
         if r["check"]["failures"].as_u64() != Some(0) {
             return Err(format!("refusing to plot the sweep: {shape} {} was wrong", r["stage"]));
         }
@@ -218,7 +209,7 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
     for (area, shape) in body.split_evenly((shapes.len().max(1), 1)).iter().zip(&shapes) {
         let bars: Vec<Bar> = runs
             .iter()
-            .filter(|r| crate::tables::shape_label(r) == *shape)
+            .filter(|r| workload_label(r) == *shape)
             .filter(|r| r["stage"] != "current")
             .filter_map(|r| {
                 Some(Bar { label: format!("rust {}", r["stage"].as_str()?), value: r["timing"]["kernel_us"].as_f64()?, whisker: None })

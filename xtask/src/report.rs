@@ -99,6 +99,40 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
+/// A markdown table, `|` in a cell escaped; each line ends in `\n`.
+pub fn markdown_table(header: &[impl AsRef<str>], rows: &[Vec<String>]) -> String {
+    let header: Vec<&str> = header.iter().map(AsRef::as_ref).collect();
+    let mut s = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
+    for r in rows {
+        s += &format!("| {} |\n", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+    }
+    s
+}
+
+/// The workload of a row of evidence: the label it carries, or its dims
+/// (`4096x768`) with a generator other than the default (`normal` or, for
+/// graphs, `uniform`) after them.
+pub fn workload_label(row: &serde_json::Value) -> String {
+    if let Some(l) = row["label"].as_str() {
+        return l.to_string();
+    }
+    let dims: Vec<String> = row["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+    match row["generator"].as_str() {
+        Some(g) if !g.is_empty() && g != "normal" && g != "uniform" => format!("{} {g}", dims.join("x")),
+        _ => dims.join("x"),
+    }
+}
+
+/// `rust current → mage-007` where the evidence says which stage `current`
+/// ran; `None` for a row with no implementation.
+pub fn implementation_label(row: &serde_json::Value) -> Option<String> {
+    let name = row["implementation"].as_str()?;
+    Some(match row["info"]["stage_run"].as_str() {
+        Some(stage) if row["stage"].as_str() == Some(mage_common::op::CURRENT) => format!("{name} → {stage}"),
+        _ => name.to_string(),
+    })
+}
+
 /// The table of a sweep or a run: one row per (shape, stage).
 pub fn runs_table(runs: &[RunReport]) -> String {
     let rows: Vec<Vec<String>> = runs

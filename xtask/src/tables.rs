@@ -24,6 +24,7 @@
 //! below, run by `cargo test`) fails where a committed block differs from
 //! what its evidence renders.
 
+use crate::report::workload_label;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -80,23 +81,9 @@ fn fmt_us(v: f64) -> String {
     if v >= 1000.0 { format!("{v:.0}") } else { format!("{v:.2}") }
 }
 
-/// `4096x768`, or `4096x64x65536 power-law` where the evidence names a
-/// generator other than the default.
-pub fn shape_label(run: &Value) -> String {
-    if let Some(l) = run["label"].as_str() {
-        return l.to_string();
-    }
-    let dims: Vec<String> = run["dims"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
-    match run["generator"].as_str() {
-        Some(g) if !g.is_empty() && g != "normal" && g != "uniform" => format!("{} {g}", dims.join("x")),
-        _ => dims.join("x"),
-    }
-}
-
+/// A markdown table as lines.
 fn table(header: &[String], rows: &[Vec<String>]) -> Vec<String> {
-    let mut out = vec![format!("| {} |", header.join(" | ")), format!("|{}", "---|".repeat(header.len()))];
-    out.extend(rows.iter().map(|r| format!("| {} |", r.join(" | "))));
-    out
+    crate::report::markdown_table(header, rows).lines().map(String::from).collect()
 }
 
 /// Shapes × stages of a sweep: kernel µs, the fastest bold, and `current`'s pick.
@@ -107,7 +94,7 @@ fn render_sweep(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let mut cell: BTreeMap<(String, String), f64> = BTreeMap::new();
     let mut picks: BTreeMap<String, String> = BTreeMap::new();
     for run in runs {
-        let shape = shape_label(run);
+        let shape = workload_label(run);
         let stage = run["stage"].as_str().unwrap_or("?").to_string();
         if stage == "current" {
             // Older evidence measured the dispatcher as a row of its own.
@@ -127,7 +114,7 @@ fn render_sweep(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         }
     }
     for c in e["current"].as_array().into_iter().flatten() {
-        picks.insert(shape_label(c), c["stage"].as_str().unwrap_or("?").to_string());
+        picks.insert(workload_label(c), c["stage"].as_str().unwrap_or("?").to_string());
     }
     if let Some(want) = list(&r.options, "stages") {
         stages.retain(|s| want.contains(s));
@@ -170,7 +157,7 @@ fn render_stage(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         .filter(|run| run["stage"].as_str() == Some(stage))
         .filter_map(|run| {
             let t = &run["timing"];
-            Some(vec![shape_label(run), fmt_us(us(&t["kernel_us"])?), fmt_us(us(&t["span"]["median_us"])?)])
+            Some(vec![workload_label(run), fmt_us(us(&t["kernel_us"])?), fmt_us(us(&t["span"]["median_us"])?)])
         })
         .collect();
     if rows.is_empty() {
@@ -198,7 +185,7 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         if name.starts_with("rust ") && name != "rust current" && !extra_stages.iter().any(|s| name == format!("rust {s}")) {
             continue;
         }
-        let w = (op.clone(), shape_label(row));
+        let w = (op.clone(), workload_label(row));
         if !workloads.contains(&w) {
             workloads.push(w.clone());
         }
@@ -217,7 +204,7 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|o| Some(((o["op"].as_str()?.to_string(), shape_label(o)), o["floor"]["floor_us"].as_f64()?)))
+        .filter_map(|o| Some(((o["op"].as_str()?.to_string(), workload_label(o)), o["floor"]["floor_us"].as_f64()?)))
         .collect();
     let with_floor = !floors.is_empty();
     let mut header = vec!["op".to_string(), "workload".into()];
@@ -286,7 +273,7 @@ fn render_verdicts(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             };
             vec![
                 v["op"].as_str().unwrap_or("?").to_string(),
-                shape_label(v),
+                workload_label(v),
                 v["mode"].as_str().unwrap_or("?").to_string(),
                 instrument.to_string(),
                 v["a"].as_str().unwrap_or("?").to_string(),

@@ -68,11 +68,14 @@ pub fn markdown(space: &Space, machine: &str, rows: &[AuditRow]) -> String {
         space.configs().len(),
         shapes.len()
     );
-    s += "| dims | passed | failed | did not fit | largest error of those that passed |\n|---|---|---|---|---|\n";
-    for dims in &shapes {
-        let (p, f, u, e) = counts(rows.iter().filter(|r| &r.dims == *dims));
-        s += &format!("| {} | {p} | {f} | {u} | {e:.2e} |\n", Op::dims_label(dims));
-    }
+    let table: Vec<Vec<String>> = shapes
+        .iter()
+        .map(|dims| {
+            let (p, f, u, e) = counts(rows.iter().filter(|r| &r.dims == *dims));
+            vec![Op::dims_label(dims), p.to_string(), f.to_string(), u.to_string(), format!("{e:.2e}")]
+        })
+        .collect();
+    s += &crate::report::markdown_table(&["dims", "passed", "failed", "did not fit", "largest error of those that passed"], &table);
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|r| match &r.outcome {

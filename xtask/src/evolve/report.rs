@@ -9,7 +9,7 @@
 
 use super::ledger::{Arms, Entry, Generation, Ledger, Start};
 use super::propose::Decision;
-use crate::report::table;
+use crate::report::{markdown_table, table};
 use plotters::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -192,15 +192,6 @@ pub fn markdown(ledger: &Ledger, alternative: Option<&Alternative>) -> Result<St
         );
     }
     Ok(s)
-}
-
-/// A markdown table.
-fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
-    for r in rows {
-        s += &format!("| {} |\n", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
-    }
-    s
 }
 
 /// One summary row per ledger: the closing table of a namespace.
