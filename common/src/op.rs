@@ -549,6 +549,11 @@ impl Op {
         dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
     }
 
+    /// The dims of `--dims TEXT`, or the op's default without it.
+    pub fn dims_or_default(&self, text: Option<&str>) -> Result<Vec<u32>, String> {
+        text.map_or(Ok(self.default_dims.to_vec()), |t| self.parse_dims(t))
+    }
+
     /// Parses `4096,768` (or `4096x768`) and checks the count, that no dim
     /// is zero and that every buffer's element count fits a u32 index.
     pub fn parse_dims(&self, text: &str) -> Result<Vec<u32>, String> {

@@ -198,10 +198,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
     let _lock = crate::lock::GpuLock::acquire("compare")?;
     let work = std::env::temp_dir().join(format!("mage-compare-{}-{}", a.namespace, std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let mut ptx_sha = serde_json::Map::new();
-    for package in std::iter::once("mage-common").chain(chosen.iter().map(|o| o.package)) {
-        ptx_sha.insert(package.into(), fixtures::sha256_hex(ops::ptx(package)?.as_bytes()).into());
-    }
+    let ptx_sha = ops::ptx_sha256(std::iter::once("mage-common").chain(chosen.iter().map(|o| o.package)))?;
     let judge = a.judge.iter().map(|j| parse_judge(j)).collect::<Result<Vec<_>, _>>()?;
     let entries = workloads.iter().map(|w| op_entry(w, &judge, &work)).collect::<Result<Vec<_>, _>>()?;
     let manifest = json!({

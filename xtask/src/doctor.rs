@@ -151,8 +151,7 @@ pub fn run() -> Result<(), String> {
             }
         }
         Err(e) => {
-            // The hint to read this very line would be circular here.
-            r.line(Status::Missing, "CUDA driver", e.split("; run with --emulate").next().unwrap_or(&e));
+            r.line(Status::Missing, "CUDA driver", &e);
             for name in ["GPU", "CUPTI", "python3"] {
                 r.line(Status::NotHere, name, "needs a CUDA device");
             }

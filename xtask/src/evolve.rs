@@ -36,7 +36,7 @@ use crate::outputs::namespace_dir;
 use crate::report::table;
 use ledger::{Entry, Ledger, Procedure, Start, file_name, now_utc};
 use mage_common::control::CONTROL;
-use mage_common::fixtures::{DEFAULT_SEED, sha256_hex};
+use mage_common::fixtures::DEFAULT_SEED;
 use mage_common::op::Op;
 use mage_common::space::Space;
 use measure::{BURN_IN_PAIRS, Bench, ROUND_ORDERS, ROUNDS, calls_per_segment, order_text};
@@ -96,14 +96,10 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     }
 }
 
-fn dims(space: &Space, text: Option<&str>) -> Result<Vec<u32>, String> {
-    text.map_or(Ok(space.op.default_dims.to_vec()), |d| space.op.parse_dims(d))
-}
-
 /// `evolve --list`: knobs, sizes, stage points, and every configuration
 /// (with whether it fits the dims).
 fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
-    let dims = dims(space, a.dims.as_deref())?;
+    let dims = space.op.dims_or_default(a.dims.as_deref())?;
     println!("{} space: {}", space.op.name, space.summary);
     for k in space.knobs {
         println!("  {:<10} {:<60} {}", k.name, k.values.join(" "), k.summary);
@@ -199,7 +195,7 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
 /// The search.
 fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let op = space.op;
-    let dims = dims(space, a.dims.as_deref())?;
+    let dims = space.op.dims_or_default(a.dims.as_deref())?;
     let ns = a.namespace.as_deref().ok_or("name the evidence: --namespace NAME")?;
     let path = namespace_dir(&results_root(), ns)?.join(file_name(op.name, &dims));
     let mut ledger = Ledger::open(&path, a.resume, op.name, &dims)?;
@@ -252,10 +248,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
 
     let session = ledger.next_session();
     let fitting = space.configs().iter().filter(|c| (space.fits)(c, &dims).is_ok()).count();
-    let mut ptx_sha256 = serde_json::Map::new();
-    for package in [op.package, "mage-common"] {
-        ptx_sha256.insert(package.into(), sha256_hex(crate::ops::ptx(package)?.as_bytes()).into());
-    }
+    let ptx_sha256 = crate::ops::ptx_sha256([op.package, "mage-common"])?;
     let environment = serde_json::json!({
         "device": gpu.info(),
         "clocks_start": clocks_start,

@@ -5,6 +5,12 @@ use std::process::Command;
 
 pub use mage_runtime::ops::{all, find, ptx};
 
+/// The sha256 of each package's embedded PTX, for the evidence a command
+/// writes.
+pub fn ptx_sha256<'a>(packages: impl IntoIterator<Item = &'a str>) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    packages.into_iter().map(|p| Ok((p.to_string(), mage_common::fixtures::sha256_hex(ptx(p)?.as_bytes()).into()))).collect()
+}
+
 /// `cargo xtask ptx`: builds and prints the PTX path of each package.
 pub fn build_all(packages: &[String]) -> Result<(), String> {
     let names: Vec<String> = if packages.is_empty() {

@@ -62,10 +62,7 @@ pub fn nsight(
     let op = ops::find(op_name)?;
     op.check_stage_name(stage)?;
     let generator = op.generator(generator)?.name;
-    let dims = match dims {
-        Some(d) => op.parse_dims(d)?,
-        None => op.default_dims.to_vec(),
-    };
+    let dims = op.dims_or_default(dims)?;
     let _lock = crate::lock::GpuLock::acquire("nsight")?;
     std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let base = out_dir.join(format!("{}-{stage}-{}", op.name, op.workload_label(&dims, generator).replace(' ', "-")));

@@ -12,8 +12,17 @@ use mage_runtime::gpu::{Gpu, TimingConfig};
 use std::path::{Path, PathBuf};
 
 /// The GPU with every op's PTX loaded.
+/// Where to go when there is no GPU, naming the command the user runs
+/// (`cargo xtask doctor` in a checkout, `./mage doctor` in a bundle).
+fn emulate_hint() -> String {
+    format!(
+        "run with --emulate for a CPU check (correctness only); see `{} doctor`, line `CUDA driver`",
+        mage_common::tools::command_name()
+    )
+}
+
 pub fn open_gpu() -> Result<Gpu, String> {
-    let mut gpu = Gpu::open()?;
+    let mut gpu = Gpu::open().map_err(|e| format!("{e}; {}", emulate_hint()))?;
     gpu.load_module("mage-common", ops::ptx("mage-common")?)?;
     for op in ops::all() {
         gpu.load_module(op.package, ops::ptx(op.package)?)?;
@@ -100,13 +109,6 @@ fn run_one(
     Ok((report, out))
 }
 
-fn dims_or_default(op: &Op, dims: Option<&str>) -> Result<Vec<u32>, String> {
-    match dims {
-        Some(d) => op.parse_dims(d),
-        None => Ok(op.default_dims.to_vec()),
-    }
-}
-
 /// Refuses work whose host memory need exceeds what the host has.
 fn check_host_memory(need: &memory::Need) -> Result<(), String> {
     match memory::host_available() {
@@ -160,7 +162,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             }
             (spec.dims, generator)
         }
-        None => (dims_or_default(op, a.dims.as_deref())?, op.generator(a.generator.as_deref())?),
+        None => (op.dims_or_default(a.dims.as_deref())?, op.generator(a.generator.as_deref())?),
     };
     if stage_name != CURRENT {
         let stage = op.stage(stage_name)?;
@@ -377,7 +379,7 @@ fn default_case_dir(op: &Op, dims: &[u32], generator: &str, constant: bool) -> R
 /// `cargo xtask fixtures`.
 pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
-    let dims = dims_or_default(op, a.dims.as_deref())?;
+    let dims = op.dims_or_default(a.dims.as_deref())?;
     let generator = op.generator(a.generator.as_deref())?;
     if let Some(c) = a.constant.filter(|c| !c.is_finite() && !a.allow_nonfinite) {
         return Err(format!("--constant {c} is not finite; pass --allow-nonfinite to write such a case (running it needs the flag too)"));
@@ -486,6 +488,17 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn open_gpu_without_a_gpu_points_to_the_emulator() {
+        if Path::new("/proc/driver/nvidia/version").exists() {
+            return; // a machine with a driver: nothing to check here
+        }
+        let e = open_gpu().err().expect("no driver, yet the GPU opened");
+        assert!(e.starts_with("no CUDA driver or device:") && e.contains("--emulate"), "{e}");
+    }
+
     #[test]
     fn the_parallel_reference_is_the_reference() {
         for (op, dims) in [(&mage_matmul::OP, vec![37, 20, 16]), (&mage_layernorm::OP, vec![29, 44])] {

@@ -38,15 +38,6 @@ pub use timing::{BackToBack, Span, Timing, TimingConfig};
 
 use cudarc::driver::DriverError;
 
-/// Where to go when there is no GPU, naming the command the user runs
-/// (`cargo xtask doctor` in a checkout, `./mage doctor` in a bundle).
-pub fn emulate_hint() -> String {
-    format!(
-        "run with --emulate for a CPU check (correctness only); see `{} doctor`, line `CUDA driver`",
-        mage_common::tools::command_name()
-    )
-}
-
 /// A driver error as a message: `what: CUDA_ERROR_...`.
 pub(crate) fn cu(what: &'static str) -> impl Fn(DriverError) -> String {
     move |e| format!("{what}: {:?}", e.0)
