@@ -173,32 +173,47 @@ impl Space {
         out
     }
 
-    /// Runs `c` on the emulator and checks it against the reference.
-    pub fn check(&self, c: &Config, dims: &[u32], inputs: &[HostBuf]) -> Result<crate::numeric::Comparison, String> {
-        self.op.check_inputs(dims, inputs)?;
-        self.valid(c, dims)?;
-        crate::op::check_plan(self.op, &(self.plan)(c, dims), dims, inputs)
-            .map_err(|e| format!("{} {} at {}: {e}", self.op.name, self.id(c), Op::dims_label(dims)))
-    }
-
-    /// Every configuration at every dims of `shapes` it fits, on the
-    /// emulator against the reference: one row per (configuration, dims).
-    pub fn audit_on_emulator(&self, shapes: &[&[u32]], seed: u64) -> Vec<AuditRow> {
-        let cases: Vec<(Vec<u32>, Vec<HostBuf>)> = shapes.iter().map(|d| (d.to_vec(), self.op.generate(d, seed))).collect();
+    /// Every configuration at every case (dims and inputs) it fits, run by
+    /// `run(case, plan)` and compared with the reference under the op's
+    /// tolerance (both computed once per case): one row per (case,
+    /// configuration), case by case.
+    pub fn audit(
+        &self,
+        cases: &[(Vec<u32>, Vec<HostBuf>)],
+        mut run: impl FnMut(usize, &Plan) -> Result<Vec<f32>, String>,
+    ) -> Result<Vec<AuditRow>, String> {
+        let configs = self.configs();
         let mut rows = vec![];
-        for c in self.configs() {
-            for (dims, inputs) in &cases {
-                let outcome = match (self.fits)(&c, dims) {
+        for (i, (dims, inputs)) in cases.iter().enumerate() {
+            self.op.check_inputs(dims, inputs)?;
+            let reference = self.op.reference_on_all_cores(dims, inputs);
+            let tolerance = (self.op.tolerance)(dims, inputs);
+            for c in &configs {
+                let outcome = match (self.fits)(c, dims) {
                     Err(why) => Outcome::Unfit { why },
-                    Ok(()) => match self.check(&c, dims, inputs) {
-                        Ok(cmp) => Outcome::Passed { max_abs_err: cmp.max_abs_err },
+                    Ok(()) => match run(i, &(self.plan)(c, dims)) {
                         Err(error) => Outcome::Failed { error },
+                        Ok(out) => {
+                            let cmp = crate::numeric::compare(&out, &reference, tolerance);
+                            if cmp.passed() {
+                                Outcome::Passed { max_abs_err: cmp.max_abs_err }
+                            } else {
+                                Outcome::Failed { error: cmp.summary(&self.op.output_shape(dims)) }
+                            }
+                        }
                     },
                 };
-                rows.push(AuditRow { config: self.id(&c), dims: dims.clone(), outcome });
+                rows.push(AuditRow { config: self.id(c), dims: dims.clone(), outcome });
             }
         }
-        rows
+        Ok(rows)
+    }
+
+    /// [`Space::audit`] on the emulator, at `shapes` with the default
+    /// generator's inputs.
+    pub fn audit_on_emulator(&self, shapes: &[&[u32]], seed: u64) -> Result<Vec<AuditRow>, String> {
+        let cases: Vec<(Vec<u32>, Vec<HostBuf>)> = shapes.iter().map(|d| (d.to_vec(), self.op.generate(d, seed))).collect();
+        self.audit(&cases, |i, plan| crate::op::emulate_plan(self.op, plan, &cases[i].0, &cases[i].1))
     }
 
     /// The emulator audit at the space's own small shapes, as CI runs it:
@@ -206,9 +221,14 @@ impl Space {
     /// least one. Returns how many (configuration, shape) pairs passed, or
     /// an error naming every failure.
     pub fn check_on_emulator(&self, seed: u64) -> Result<usize, String> {
-        let rows = self.audit_on_emulator(self.audit_dims, seed);
-        let mut problems: Vec<String> =
-            rows.iter().filter_map(|r| if let Outcome::Failed { error } = &r.outcome { Some(error.clone()) } else { None }).collect();
+        let rows = self.audit_on_emulator(self.audit_dims, seed)?;
+        let mut problems: Vec<String> = rows
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::Failed { error } => Some(format!("{} at {}: {error}", r.config, Op::dims_label(&r.dims))),
+                _ => None,
+            })
+            .collect();
         let passed = |id: &str| rows.iter().any(|r| r.config == id && matches!(r.outcome, Outcome::Passed { .. }));
         problems.extend(self.configs().iter().map(|c| self.id(c)).filter(|id| !passed(id)).map(|id| format!("{id} fits no audit shape")));
         if problems.is_empty() {

@@ -137,7 +137,7 @@ fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
         None => std::env::temp_dir().join("mage-evolve-audit"),
     };
     if a.emulate {
-        let rows = space.audit_on_emulator(space.audit_dims, a.seed);
+        let rows = space.audit_on_emulator(space.audit_dims, a.seed)?;
         return audit::finish(space, "emulator", &rows, &dir);
     }
     let op = space.op;

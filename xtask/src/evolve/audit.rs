@@ -5,42 +5,29 @@
 //! fails the command; a summary and every row are written.
 
 use mage_common::fixtures::{DEFAULT_SEED, write_atomic};
-use mage_common::numeric::compare;
 use mage_common::op::Op;
 use mage_common::space::{AuditRow, Outcome, Space};
-use mage_runtime::gpu::Gpu;
+use mage_runtime::gpu::{DeviceInputs, Gpu};
 use std::path::Path;
 
-/// Every configuration at every shape, on the GPU.
+/// Every configuration at every shape, on the GPU: each shape's inputs
+/// uploaded once.
 pub fn on_gpu(gpu: &Gpu, space: &Space, shapes: &[(Vec<u32>, &str)]) -> Result<Vec<AuditRow>, String> {
     let op = space.op;
-    let configs = space.configs();
-    let mut rows = vec![];
-    for (dims, generator) in shapes {
-        let inputs = (op.generator(Some(generator))?.generate)(dims, DEFAULT_SEED);
-        let reference = op.reference_on_all_cores(dims, &inputs);
-        let tol = (op.tolerance)(dims, &inputs);
-        let device = gpu.upload(&inputs)?;
-        eprintln!("{} {}: {} configurations", op.name, Op::dims_label(dims), configs.len());
-        for c in &configs {
-            let outcome = match (space.fits)(c, dims) {
-                Err(why) => Outcome::Unfit { why },
-                Ok(()) => match gpu.run(op, &(space.plan)(c, dims), dims, &device) {
-                    Err(error) => Outcome::Failed { error },
-                    Ok(out) => {
-                        let cmp = compare(&out, &reference, tol);
-                        if cmp.passed() {
-                            Outcome::Passed { max_abs_err: cmp.max_abs_err }
-                        } else {
-                            Outcome::Failed { error: cmp.summary(&op.output_shape(dims)) }
-                        }
-                    }
-                },
-            };
-            rows.push(AuditRow { config: space.id(c), dims: dims.clone(), outcome });
+    let cases = shapes
+        .iter()
+        .map(|(dims, generator)| Ok((dims.clone(), (op.generator(Some(generator))?.generate)(dims, DEFAULT_SEED))))
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut device: Option<(usize, DeviceInputs)> = None;
+    space.audit(&cases, |i, plan| {
+        let (dims, inputs) = &cases[i];
+        if device.as_ref().is_none_or(|(at, _)| *at != i) {
+            eprintln!("{} {}: {} configurations", op.name, Op::dims_label(dims), space.configs().len());
+            device = None;
+            device = Some((i, gpu.upload(inputs)?));
         }
-    }
-    Ok(rows)
+        gpu.run(op, plan, dims, &device.as_ref().unwrap().1)
+    })
 }
 
 /// Counts of one shape's rows: (passed, failed, unfit, largest error of those that passed).
