@@ -17,6 +17,13 @@ def op_info(op: str) -> dict:
     return mage.op_info(op)
 
 
+def poison() -> int:
+    """The output poison bit pattern (a quiet NaN) the Rust runner fills with."""
+    import mage
+
+    return mage.POISON
+
+
 def constants(op: str) -> dict[str, float]:
     """`{"eps": 1e-05}` for layernorm; `{}` for an op without constants."""
     return dict(op_info(op)["constants"])

@@ -13,6 +13,7 @@ a Rust launch asks for (inside `mage`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
@@ -28,6 +29,7 @@ import torch
 import mage
 
 from . import smi
+from .definitions import op_info
 from .impls import Broken, RustImpl, build_cusparse, build_torch, build_torch_compile, build_triton
 from .manifest import Manifest, OpSpec
 from .numeric import compare_arrays
@@ -57,7 +59,7 @@ class OpState:
     tol_rel: float
     sha256: dict
     tolerance: dict
-    current_picks: str
+    current_picks: str | None  # from the manifest: the stage `current` picks for these inputs
     reference_info: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
     case: Any = None  # the `mage` case, for per-stage tolerances
@@ -135,6 +137,7 @@ class TorchBackend:
             "triton": triton_version,
             "numpy": _version("numpy"),
             "mage_module": {"commit": mage.COMMIT, "path": getattr(mage, "__file__", None)},
+            "l2_evict_bytes": mage.EVICT_BYTES,
             "cupy": _version("cupy-cuda13x"),
             "platform": platform.platform(),
             "gpu": {
@@ -227,7 +230,7 @@ class TorchBackend:
         case = mage.read_case(spec.op, str(spec.case_path))
         if list(case.dims) != list(spec.dims):
             raise ValueError(f"{spec.case_path}: dims are {case.dims}; the manifest says {spec.dims}")
-        info = mage.op_info(spec.op)
+        info = op_info(spec.op)
         shapes = mage.input_shapes(spec.op, list(spec.dims))
         tensors = []
         for inp, shape, data in zip(info["inputs"], shapes, case.input_bytes()):
@@ -242,12 +245,12 @@ class TorchBackend:
         nbytes, flops = mage.cost(spec.op, list(spec.dims))
         return OpState(spec, tensors, views, ref.reshape(output_shape), output_shape, tol_abs, tol_rel, case.sha256,
                        {"abs": tol_abs, "rel": tol_rel, "source": "the op's tolerance for these inputs (Rust registry)"},
-                       case.current(), ref_info, {"bytes": nbytes, "flops": flops}, case)
+                       spec.current_picks, ref_info, {"bytes": nbytes, "flops": flops}, case)
 
     def implementations(self, state: OpState) -> list:
         spec = state.spec
         out = []
-        outside = mage.op_info(spec.op).get("outside_contract", {})
+        outside = op_info(spec.op).get("outside_contract", {})
         for stage in spec.stages:
             name = rust_name(stage)
             if name in self.skip or "rust" in self.skip:
@@ -262,9 +265,7 @@ class TorchBackend:
             except Exception as e:  # noqa: BLE001
                 out.append(Broken(name, "rust", stage, f"{type(e).__name__}: {e}"))
         tag = f"{spec.index}_{dims_label(spec.dims)}"
-        numel = 1
-        for d in state.output_shape:
-            numel *= d
+        numel = math.prod(state.output_shape)
         for name, kind in BUILTIN_IMPLS[spec.op]:
             if name in self.skip or kind in self.skip:
                 continue
@@ -377,7 +378,7 @@ class TorchBackend:
         return counter_diff(token, counter_snapshot(counters))
 
     def release(self, state: OpState) -> None:
-        state.bases.clear()
+        state.tensors.clear()
         state.views.clear()
         state.ref = None
         torch.cuda.empty_cache()

@@ -17,24 +17,23 @@ call, made row-major with `.contiguous()` (a no-op where it already is).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
-from .definitions import constant
+from .definitions import constant, poison
 from .profparse import fresh_function
 
-#: The poison bit pattern (a quiet NaN), as in the Rust runner.
-POISON = 0x7FC0BEEF
 #: Poisoned blocks freed into the caching allocator before a returned-output check.
 POISON_BLOCKS = 3
 COMPILE_WARM_CALLS = 3
 
 
 def poison_(t: torch.Tensor) -> None:
-    t.view(torch.int32).fill_(POISON)
+    t.view(torch.int32).fill_(poison())
 
 
 class Impl:
@@ -72,9 +71,7 @@ class Preallocated(Impl):
 
     def __init__(self, name: str, stage: str | None, shape: list[int], device, scratch: list[int] = ()):
         super().__init__(name, stage)
-        n = 1
-        for d in shape:
-            n *= d
+        n = math.prod(shape)
         self.shape = list(shape)
         self.numel = n
         self.out = torch.empty(max(n, 1), dtype=torch.float32, device=device)
@@ -87,7 +84,7 @@ class Preallocated(Impl):
             poison_(s)
         self.call()
         torch.cuda.synchronize()
-        return {"output": "preallocated", "pattern": f"0x{POISON:08X}"}
+        return {"output": "preallocated", "pattern": f"0x{poison():08X}"}
 
     def result(self) -> torch.Tensor:
         return self.out_view

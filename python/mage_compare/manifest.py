@@ -46,7 +46,6 @@ class OpSpec:
     stages: list[str]
     pairs: list[tuple[str, str]] = field(default_factory=list)
     current_picks: str | None = None
-    problem: str | None = None
 
     @property
     def title(self) -> str:

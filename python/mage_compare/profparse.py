@@ -24,22 +24,15 @@ def kernel_summary(trace: dict, calls: int) -> dict:
     kernel_us is None when the trace holds no kernel."""
     if calls <= 0:
         raise ValueError("calls must be positive")
-    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    total = 0.0
-    count = 0
+    kernel = kernel_events(trace)
+    total = sum(dur for _, dur, _ in kernel)
+    count = len(kernel)
     by_name: dict[str, list[float]] = {}
-    excluded: Counter = Counter()
-    for e in events:
-        if not isinstance(e, dict) or e.get("ph") != "X":
-            continue
-        cat = str(e.get("cat", "")).lower()
-        if cat == "kernel":
-            dur = float(e.get("dur", 0.0))
-            total += dur
-            count += 1
-            by_name.setdefault(str(e.get("name", "?")), []).append(dur)
-        elif cat in NON_KERNEL_GPU:
-            excluded[cat] += 1
+    for _, dur, name in kernel:
+        by_name.setdefault(name, []).append(dur)
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    excluded = Counter(cat for e in events if isinstance(e, dict) and e.get("ph") == "X"
+                       and (cat := str(e.get("cat", "")).lower()) in NON_KERNEL_GPU)
     kernels = sorted(
         ({"name": n, "per_call": len(d) / calls, "us_per_call": sum(d) / calls} for n, d in by_name.items()),
         key=lambda k: -k["us_per_call"],

@@ -11,6 +11,7 @@ the case directory and must agree with the torch reference to within
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from pathlib import Path
 
@@ -81,9 +82,7 @@ def build_reference(spec, views: dict, output_shape: list[int], golden_dir: Path
     torch.cuda.synchronize()
     info = {"primary": "torch float64 on the GPU (mage_compare.reference.torch_reference)",
             "seconds": time.perf_counter() - t0, "golden": None}
-    output_len = 1
-    for d in output_shape:
-        output_len *= d
+    output_len = math.prod(output_shape)
     if ref.numel() != output_len:
         raise ValueError(f"the reference has {ref.numel()} values; the output has {output_len}")
     if not use_golden:

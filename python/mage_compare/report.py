@@ -28,6 +28,7 @@ Top level::
         python, torch, torch_cuda, triton, numpy, cupy: version strings or null
         mage_module     {commit, path}: the Python module `mage` that launched
                         the Rust stages (its PTX is built in)
+        l2_evict_bytes  bytes the cold mode's eviction memset writes
         platform        str
         gpu             {name, uuid, capability "9.0", sm_count, l2_bytes,
                          total_memory_bytes}
@@ -43,7 +44,7 @@ Top level::
                     segment_warmup, span_samples, span_rounds, b2b_calls,
                     b2b_runs, profiler_warmup, profiler_calls,
                     verdict_rounds, verdict_samples, control_samples,
-                    drift_limit, evict_bytes, spread), instruments
+                    drift_limit, spread), instruments
                     {span, b2b, kernel, control, launch_probe: text},
                     modes {hot, cold: text}, phases [text], rotation,
                     l2, poison (text)

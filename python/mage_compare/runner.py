@@ -59,7 +59,6 @@ class Settings:
     verdict_samples: int = 50
     control_samples: int = 50
     drift_limit: float = 0.03
-    evict_bytes: int = 256 << 20
     spread: str = "minmax"
 
     @classmethod
@@ -319,11 +318,6 @@ class Session:
                     "best_alternative": None, "notes": [], "error": None}
         self.report["ops"].append(op_entry)
         self.say(f"[{spec.title}]")
-        if spec.problem:
-            op_entry["error"] = spec.problem
-            self.say(f"  op error: {spec.problem}")
-            self.live.append((spec, None, {}))
-            return
         try:
             state = self.b.prepare_op(spec)
         except Exception as e:  # noqa: BLE001 - an op error, the session goes on

@@ -76,6 +76,7 @@ class Registry(unittest.TestCase):
         self.assertEqual([g["name"] for g in nb["generators"]], ["uniform", "power-law"])
         self.assertIn({"dims": [4096, 64, 65536], "generator": "power-law"}, nb["sweep"])
         self.assertAlmostEqual(mage.op_info("gelu")["constants"]["cubic"], 0.044715)
+        self.assertEqual(mage.EVICT_BYTES, 256 << 20)
         with self.assertRaises(mage.MageError) as e:
             mage.op_info("softmax")
         self.assertIn("unknown op `softmax`", str(e.exception))

@@ -270,8 +270,8 @@ class QuickSettings(unittest.TestCase):
         self.assertEqual(sum(round_sizes(q.span_samples, q.span_rounds)), q.span_samples)
         d = Settings()
         self.assertEqual((d.span_samples, d.span_rounds, d.b2b_calls, d.b2b_runs, d.profiler_calls, d.verdict_rounds,
-                          d.verdict_samples, d.control_samples, d.drift_limit, d.evict_bytes),
-                         (300, 3, 100, 3, 100, 8, 50, 50, 0.03, 256 << 20))
+                          d.verdict_samples, d.control_samples, d.drift_limit),
+                         (300, 3, 100, 3, 100, 8, 50, 50, 0.03))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ use mage_common::op::Plan;
 use mage_runtime::gpu::{BoundPlan, Modules};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Bytes the eviction memset writes (H200's L2 is 50 MiB).
-const EVICT_BYTES: usize = 256 << 20;
+/// Bytes the eviction memset writes: the runtime's.
+pub use mage_runtime::gpu::buffer::L2_FLUSH_BYTES as EVICT_BYTES;
 
 struct Device {
     // Drop order: modules before the context.

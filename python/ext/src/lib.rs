@@ -375,6 +375,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MageError", m.py().get_type::<MageError>())?;
     m.add("CURRENT", CURRENT)?;
     m.add("POISON", mage_common::op::OUTPUT_POISON)?;
+    m.add("EVICT_BYTES", device::EVICT_BYTES)?;
     m.add("COMMIT", mage_runtime::BUILD_COMMIT)?;
     m.add_function(wrap_pyfunction!(ops, m)?)?;
     m.add_function(wrap_pyfunction!(op_info, m)?)?;

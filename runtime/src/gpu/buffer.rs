@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, sys};
 use mage_common::op::{Elem, HostBuf, OUTPUT_POISON, Op};
 
 /// Bytes written to evict L2 (H200's L2 is 50 MiB).
-const L2_FLUSH_BYTES: usize = 256 << 20;
+pub const L2_FLUSH_BYTES: usize = 256 << 20;
 
 /// A device buffer of 4-byte elements (f32 or u32 bits).
 pub struct DeviceBuf {
