@@ -392,6 +392,45 @@ pub struct EntryRequest {
     pub dynamic_shared_bytes_at_default: Option<u32>,
 }
 
+/// Registers of an SM of the H200 (and of every GPU since sm_50).
+pub const SM_REGISTERS: u64 = 64 * 1024;
+/// The most dynamic shared memory one block may opt in to on the H200.
+pub const MAX_BLOCK_SHARED_BYTES: u32 = 227 * 1024;
+
+/// Whether every launch of every stage of `op` at its sweep shapes and
+/// default dims can run, by the ptxas `requests`: its block's threads
+/// times the entry's registers (allotted in multiples of 8) fit an SM, and
+/// its dynamic shared memory is within the opt-in limit. A block that does
+/// not fit fails at launch on the GPU, never on the emulator. Returns how
+/// many launches it checked.
+pub fn check_launches_fit_an_sm(op: &crate::op::Op, requests: &[EntryRequest]) -> Result<usize, String> {
+    let mut checked = 0;
+    for dims in op.sweep.iter().map(|w| w.dims).chain([op.default_dims]) {
+        for stage in op.stages.iter().filter(|s| (s.supports)(dims)) {
+            for launch in (stage.plan)(dims).launches {
+                let entry = requests
+                    .iter()
+                    .find(|r| r.resources.entry == launch.kernel.name)
+                    .ok_or_else(|| format!("ptxas reported no entry `{}`", launch.kernel.name))?;
+                let registers = (entry.resources.registers as u64).div_ceil(8) * 8 * launch.block.count();
+                if registers > SM_REGISTERS {
+                    return Err(format!(
+                        "{} at {dims:?}: {} threads x {} registers",
+                        stage.name,
+                        launch.block.count(),
+                        entry.resources.registers
+                    ));
+                }
+                if launch.shared_bytes > MAX_BLOCK_SHARED_BYTES {
+                    return Err(format!("{} at {dims:?}: {} B of shared memory", stage.name, launch.shared_bytes));
+                }
+                checked += 1;
+            }
+        }
+    }
+    Ok(checked)
+}
+
 /// The ptxas resource request of every kernel entry of every stage of `op`,
 /// in registry order: what a resource snapshot records.
 pub fn resource_requests(op: &crate::op::Op) -> Result<Vec<EntryRequest>, String> {

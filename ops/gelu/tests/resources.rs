@@ -3,8 +3,13 @@
 //! dynamic shared bytes, stack frame, spills. A pull request that changes a
 //! kernel shows its cost here.
 
+/// The snapshot, and every launch at the sweep shapes and the default
+/// fits an SM by these requests (threads times registers, and dynamic
+/// shared memory; see `check_launches_fit_an_sm`).
 #[test]
 fn ptxas_resource_requests() {
     let requests = mage_common::tools::resource_requests(&mage_gelu::OP).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_common::tools::check_launches_fit_an_sm(&mage_gelu::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }

@@ -3,9 +3,14 @@
 //! dynamic shared bytes, stack frame, spills. A pull request that changes a
 //! kernel shows its cost here.
 
+/// The snapshot, and every launch at the sweep shapes and the default
+/// fits an SM by these requests (threads times registers, and dynamic
+/// shared memory; see `check_launches_fit_an_sm`).
 #[test]
 fn ptxas_resource_requests() {
     let requests = mage_common::tools::resource_requests(&mage_matmul::OP).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_common::tools::check_launches_fit_an_sm(&mage_matmul::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }
 
@@ -15,7 +20,7 @@ fn ptxas_resource_requests() {
 /// injected), which it writes when the accumulators are touched between a
 /// multiply and its wait (and, in mage-009, when a partial sum written in
 /// one trip of the K loop is read in the next). mage-009's entries use no
-/// stack and spill nothing, read from ptxas's own line for each entry.
+/// stack and spill nothing.
 #[test]
 fn ptxas_keeps_the_wgmma_asynchronous() {
     let ptx = mage_common::tools::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
@@ -35,13 +40,9 @@ fn ptxas_keeps_the_wgmma_asynchronous() {
         assert!(text.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{")), "no m64n{n}k8");
     }
     assert!(text.contains("}, {%r"), "no multiply with A from registers");
-    // Each entry's own properties line (the one right after `Function
-    // properties for <entry>`): no stack, no spills.
-    let lines: Vec<&str> = report.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        if let Some(entry) = line.split("Function properties for ").nth(1).filter(|e| e.starts_with("matmul_3xtf32")) {
-            let properties = lines.get(i + 1).copied().unwrap_or_default();
-            assert!(properties.contains("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"), "{entry}: {properties}");
-        }
+    let three: Vec<_> = mage_common::tools::parse_ptxas(&report).into_iter().filter(|r| r.entry.starts_with("matmul_3xtf32")).collect();
+    assert_eq!(three.len(), 4, "mage-009's entries");
+    for r in three {
+        assert_eq!((r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes), (0, 0, 0), "{}", r.entry);
     }
 }
