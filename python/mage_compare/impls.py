@@ -137,6 +137,18 @@ def matmul_eager(a, b):
     return torch.matmul(a, b)
 
 
+def matmul_tf32(a, b):
+    """cuBLAS on the TF32 tensor cores: torch.matmul with
+    `torch.backends.cuda.matmul.allow_tf32` set for this call only (the
+    session's FP32 setting is restored, so no other implementation sees it)."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 def layernorm_eager(x, gamma, beta, eps):
     return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
 
@@ -172,9 +184,13 @@ def eager_args(op: str, views: dict) -> tuple:
     return tuple(views[k] for k in keys) + tuple(constant(op, c) for c in EAGER_CONSTANTS.get(op, ()))
 
 
-def build_torch(op: str, views: dict, numel: int, device) -> Impl:
+def build_torch(op: str, views: dict, numel: int, device, name: str = "torch") -> Impl:
     fn, _ = EAGER[op]
-    impl = Returned("torch", "torch", fn, eager_args(op, views), numel, device)
+    if (op, name) == ("matmul", "torch_tf32"):
+        fn = matmul_tf32
+    elif name != "torch":
+        raise ValueError(f"no torch implementation `{name}` for {op}")
+    impl = Returned(name, "torch", fn, eager_args(op, views), numel, device)
     impl.info["function"] = f"mage_compare.impls.{fn.__name__}"
     if op == "neighbor":
         impl.notes.append("rowptr/indices as int64 (converted once, outside timing); destinations expanded once from rowptr")
@@ -227,6 +243,8 @@ def build_triton(op: str, name: str, views: dict, shape: list[int], device) -> I
                                                                  "num_warps": 4, "num_stages": 3}
     elif op == "matmul" and name == "triton_tuned":
         launch, cfg = (lambda o: tk.matmul_tuned(v["a"], v["b"], o)), None
+    elif op == "matmul" and name == "triton_tf32x3":
+        launch, cfg = (lambda o: tk.matmul_tf32x3(v["a"], v["b"], o)), None
     elif op == "layernorm":
         eps = constant("layernorm", "eps")
         launch, cfg = (lambda o: tk.layernorm(v["x"], v["gamma"], v["beta"], o, eps)), tk.layernorm_config(shape[1])
@@ -244,10 +262,15 @@ def build_triton(op: str, name: str, views: dict, shape: list[int], device) -> I
     impl.call()  # compiles (and, for triton_tuned, autotunes at this exact shape)
     torch.cuda.synchronize()
     impl.info["compile_seconds"] = time.perf_counter() - t0
-    impl.info["precision"] = "fp32; tl.dot input_precision='ieee'" if op == "matmul" else "fp32"
+    impl.info["precision"] = ("fp32" if op != "matmul" else "3xTF32; tl.dot input_precision='tf32x3'"
+                              if name == "triton_tf32x3" else "fp32; tl.dot input_precision='ieee'")
     if name == "triton_tuned":
         impl.info["best_config"] = tk.matmul_tuned_best_config()
         impl.info["configs"] = len(tk.TUNE_CONFIGS)
+        impl.notes.append("autotuned at this exact shape before any timing (key M, N, K)")
+    elif name == "triton_tf32x3":
+        impl.info["best_config"] = tk.matmul_tf32x3_best_config()
+        impl.info["configs"] = len(tk.TF32X3_CONFIGS)
         impl.notes.append("autotuned at this exact shape before any timing (key M, N, K)")
     else:
         impl.info["config"] = cfg

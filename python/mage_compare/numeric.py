@@ -12,7 +12,12 @@ The check block (JSON):
      "nan_count": int, "max_abs_err": float | null (over non-NaN elements;
      null when every element is NaN or the largest error is infinite),
      "rel_l2_err": float | null (||out - ref||_2 / ||ref||_2 over non-NaN
-     elements, null if ||ref||_2 is 0 or the norm is not finite),
+     elements, the Frobenius-relative error; null if ||ref||_2 is 0 or the
+     norm is not finite),
+     "max_rel_err": float | null (max |out - ref| / max |ref| over non-NaN
+     elements: the largest error relative to the largest reference value,
+     which a reference element near zero cannot blow up; null if max |ref|
+     is 0),
      "first_failures": [{"index": flat index, "out": float|null, "ref": float}] (at most 5),
      "tolerance": {"abs": float, "rel": float}}
 """
@@ -30,7 +35,7 @@ def _f(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol) -> dict:
+def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max=0.0) -> dict:
     if ref2 > 0 and math.isfinite(diff2):
         rel_l2 = _f(math.sqrt(diff2 / ref2))
     elif diff2 == 0:
@@ -44,6 +49,7 @@ def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, r
         "nan_count": int(nan_count),
         "max_abs_err": _f(max_abs) if max_abs is not None else None,
         "rel_l2_err": rel_l2,
+        "max_rel_err": _f(max_abs / ref_max) if max_abs is not None and ref_max > 0 else None,
         "first_failures": first,
         "tolerance": {"abs": abs_tol, "rel": rel_tol},
     }
@@ -55,7 +61,7 @@ def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, re
         raise ValueError(f"output has {len(out)} values; the reference {len(ref)}")
     failures = nan_count = 0
     max_abs = None
-    diff2 = ref2 = 0.0
+    diff2 = ref2 = ref_max = 0.0
     first = []
     for i, (o, r) in enumerate(zip(out, ref)):
         o, r = float(o), float(r)
@@ -67,11 +73,12 @@ def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, re
             max_abs = d if max_abs is None else max(max_abs, d)
             diff2 += d * d
             ref2 += r * r
+            ref_max = max(ref_max, abs(r))
         if not ok:
             failures += 1
             if len(first) < FIRST_FAILURES:
                 first.append({"index": i, "out": _f(o), "ref": _f(r)})
-    return _check_block(len(out), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol)
+    return _check_block(len(out), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max)
 
 
 def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float) -> dict:
@@ -97,10 +104,11 @@ def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float) -> dict:
     max_abs = float(dv.max()) if len(dv) else None
     diff2 = float((dv * dv).sum()) if len(dv) else 0.0
     ref2 = float((rv * rv).sum()) if len(rv) else 0.0
+    ref_max = float(abs(rv).max()) if len(rv) else 0.0
     first = []
     if failures:
         nz = bad.nonzero()
         idx = nz[0] if isinstance(nz, tuple) else nz.reshape(-1)
         for i in idx[:FIRST_FAILURES].tolist():
             first.append({"index": int(i), "out": _f(o[i]), "ref": _f(r[i])})
-    return _check_block(len(o), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol)
+    return _check_block(len(o), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max)

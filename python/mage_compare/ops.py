@@ -15,11 +15,21 @@ KINDS = ("rust", "torch", "torch_compile", "triton", "cusparse")
 
 #: Names of the non-Rust implementations the harness builds, per op.
 BUILTIN_IMPLS: dict[str, tuple[tuple[str, str], ...]] = {
-    "matmul": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton"), ("triton_tuned", "triton")),
+    "matmul": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton"), ("triton_tuned", "triton"),
+               ("triton_tf32x3", "triton"), ("torch_tf32", "torch")),
     "layernorm": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "gelu": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "triangle": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "neighbor": (("torch", "torch"), ("torch_compile", "torch_compile"), ("cusparse", "cusparse"), ("triton", "triton")),
+}
+
+#: Builtin implementations outside the op's FP32 contract, each checked under
+#: the tolerance of the Mage stage that computes the same way (and never a
+#: best alternative): cuBLAS's TF32 tensor-core kernels, one TF32 product
+#: per term like matmul's mage-008.
+OUTSIDE_CONTRACT: dict[tuple[str, str], tuple[str, str]] = {
+    ("matmul", "torch_tf32"): ("mage-008", "one TF32 product per term: torch.matmul under "
+                               "torch.backends.cuda.matmul.allow_tf32 (cuBLAS TF32)"),
 }
 
 #: Every builtin name, for the manifest's name checks.

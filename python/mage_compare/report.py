@@ -71,7 +71,10 @@ Top level::
          floor: {bytes, flops, copy_us (a device copy of the same bytes,
                  hot), copy_instrument, compute_us (flops at the
                  ceilings' FP32 rate), floor_us (the larger), bound
-                 "memory" | "compute", error} | null,
+                 "memory" | "compute", cold_copy_us and
+                 cold_copy_instrument (in cold mode: the copy with L2
+                 evicted before each sample, timed like a cold span),
+                 error} | null,
          reference: {primary: text, golden: {path, seconds, max_abs_diff,
                      agree, error} | null, seconds} | null,
          implementations: [name],
@@ -79,7 +82,9 @@ Top level::
                        (the order each span round measured in),
          best_alternative: {implementation, chosen_by: "hot.kernel_us" |
                             "hot.span.median_us" | "cold.span.median_us",
-                            value_us, candidates: {name: value_us}} | null,
+                            value_us, candidates: {name: value_us}} | null
+                           (never an implementation outside the op's
+                           contract: info.outside_contract),
          notes: [str],
          error: null | str (the op was not run: sha256 mismatch, missing
                 file, unknown op, bad CSR, upload failure...; no results
@@ -87,7 +92,8 @@ Top level::
     results         one per implementation of every workload that ran:
         op, dims, generator, label, case_dir
         implementation  "rust current" | "rust mage-006" | ... | "torch" |
-                        "torch_compile" | "triton" | "triton_tuned" | "cusparse"
+                        "torch_compile" | "triton" | "triton_tuned" |
+                        "triton_tf32x3" | "torch_tf32" | "cusparse"
         kind            "rust" | "torch" | "torch_compile" | "triton" | "cusparse"
         stage           the Rust stage ("current", "mage-006", ...) or null
         output          "preallocated" (written into a buffer of its own,
@@ -96,7 +102,8 @@ Top level::
                         correct_*.poison)
         correct_before, correct_after   a check block or null (not run):
             {passed, checked, failures, nan_count, max_abs_err,
-             rel_l2_err, first_failures: [{index, out, ref}],
+             rel_l2_err (Frobenius-relative), max_rel_err (max abs
+             error over max |ref|), first_failures: [{index, out, ref}],
              tolerance: {abs, rel},
              poison: {output: "preallocated", pattern: "0x7FC0BEEF"} |
                      {output: "returned", blocks_poisoned: int,

@@ -83,6 +83,7 @@ class Backend(Protocol):  # pragma: no cover - documentation of the interface
     def kernel_segments(self, impls: list, per_call: list[int], warmup: int, calls: int, cold: bool) -> list[list[float]]: ...
     def ceilings(self) -> dict: ...
     def copy_floor(self, nbytes: int) -> dict: ...
+    def cold_copy_floor(self, nbytes: int, samples: int) -> dict: ...
     def compile_token(self, impl: Any) -> Any: ...
     def recompiled(self, impl: Any, token: Any) -> dict: ...
     def release(self, state: Any) -> None: ...
@@ -394,6 +395,13 @@ class Session:
             out["copy_us"], out["copy_instrument"] = c["copy_us"], c["instrument"]
         except Exception as e:  # noqa: BLE001
             out["error"] = f"copy floor: {_err(e)}"
+        if self.m.cold:
+            out["cold_copy_us"] = None
+            try:
+                c = self.b.cold_copy_floor(cost["bytes"], self.s.span_samples)
+                out["cold_copy_us"], out["cold_copy_instrument"] = c["copy_us"], c["instrument"]
+            except Exception as e:  # noqa: BLE001
+                out["error"] = f"cold copy floor: {_err(e)}"
         rate = (self.report.get("ceilings") or {}).get("fp32_flops_per_us")
         if rate:
             out["compute_us"] = cost["flops"] / rate
@@ -470,7 +478,8 @@ class Session:
                 self.say(f"  {spec.title} {name}: kernel {_fmt(k.get('kernel_us'))} us, {k.get('kernels_per_call')} kernels/call")
 
     def _best_alternative(self, op_entry: dict, impls: dict) -> str | None:
-        cands = [(n, row) for n, (impl, row) in impls.items() if row["kind"] != "rust" and self._ok(row)]
+        cands = [(n, row) for n, (impl, row) in impls.items()
+                 if row["kind"] != "rust" and self._ok(row) and not row["info"].get("outside_contract")]
         for key, get in (
             ("hot.kernel_us", lambda r: r["hot"] and r["hot"].get("kernel_us")),
             ("hot.span.median_us", lambda r: r["hot"] and r["hot"].get("span") and r["hot"]["span"]["median_us"]),

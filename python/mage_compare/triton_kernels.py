@@ -6,6 +6,8 @@ fixed tiles (no tuning) except :func:`matmul_tuned`:
 * matmul: 64x64x32 tiles, grouped program order for L2 reuse,
   ``tl.dot(..., input_precision="ieee")`` (true FP32, no TF32);
   ``matmul_tuned`` autotunes the same kernel over 8 tile configs;
+  ``matmul_tf32x3`` is the same kernel with ``input_precision="tf32x3"``
+  (3xTF32 on the tensor cores), autotuned over 5 tensor-core tiles;
 * layernorm: one program per row, the row held in one block of
   next_pow2(width), shifted by its first element, two-pass
   mean/variance, the registry's eps;
@@ -31,9 +33,11 @@ MAX_ROW_BLOCK = 16384
 @triton.jit
 def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   PRECISION: tl.constexpr):
     """C[M, N] = A[M, K] @ B[K, N]: one BLOCK_M x BLOCK_N tile per program,
-    programs grouped GROUP_M tile-rows at a time so neighbours share B."""
+    programs grouped GROUP_M tile-rows at a time so neighbours share B;
+    PRECISION is tl.dot's input_precision ("ieee": true FP32)."""
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
@@ -51,7 +55,7 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     for k0 in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
         b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc=acc, input_precision="ieee")
+        acc = tl.dot(a, b, acc=acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + rm[:, None].to(tl.int64) * stride_cm + rn[None, :] * stride_cn
@@ -85,7 +89,7 @@ def matmul(a, b, out):
     args = _matmul_args(a, b, out)
     M, N = args[3], args[4]
     grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)
-    _matmul_kernel[grid](*args, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=3)
+    _matmul_kernel[grid](*args, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PRECISION="ieee", num_warps=4, num_stages=3)
 
 
 def matmul_tuned(a, b, out):
@@ -93,15 +97,46 @@ def matmul_tuned(a, b, out):
     args = _matmul_args(a, b, out)
     M, N = args[3], args[4]
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    _matmul_tuned_kernel[grid](*args)
+    _matmul_tuned_kernel[grid](*args, PRECISION="ieee")
+
+
+#: Tensor-core tiles for the 3xTF32 variant (`input_precision="tf32x3"`:
+#: three TF32 products per term, FP32-level accuracy), autotuned like
+#: `matmul_tuned`.
+TF32X3_CONFIGS = [
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=8, num_stages=3),
+]
+
+_matmul_tf32x3_kernel = triton.autotune(configs=TF32X3_CONFIGS, key=["M", "N", "K"])(_matmul_kernel)
+
+
+def matmul_tf32x3(a, b, out):
+    """3xTF32 on the tensor cores, autotuned at the shape on its first call."""
+    args = _matmul_args(a, b, out)
+    M, N = args[3], args[4]
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
+    _matmul_tf32x3_kernel[grid](*args, PRECISION="tf32x3")
+
+
+def _best_config(kernel):
+    best = getattr(kernel, "best_config", None)
+    if best is None:
+        return None
+    return {"kwargs": dict(best.kwargs), "num_warps": best.num_warps, "num_stages": best.num_stages}
+
+
+def matmul_tf32x3_best_config():
+    """The config autotuning picked for the 3xTF32 variant, or None."""
+    return _best_config(_matmul_tf32x3_kernel)
 
 
 def matmul_tuned_best_config():
     """The config autotuning picked (after a call), as a dict, or None."""
-    best = getattr(_matmul_tuned_kernel, "best_config", None)
-    if best is None:
-        return None
-    return {"kwargs": dict(best.kwargs), "num_warps": best.num_warps, "num_stages": best.num_stages}
+    return _best_config(_matmul_tuned_kernel)
 
 
 @triton.jit

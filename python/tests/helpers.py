@@ -101,8 +101,10 @@ class FakeBackend:
     each checkpoint in order."""
 
     def __init__(self, manifest, settings, skip=frozenset(), times=None, wrong=(), wrong_after=(), broken=(),
-                 recompiles=(), control_us=(100.0, 100.0, 100.0, 100.0), kernel_times=None, kernels_per_call=None):
+                 recompiles=(), control_us=(100.0, 100.0, 100.0, 100.0), kernel_times=None, kernels_per_call=None,
+                 outside=()):
         self.manifest, self.settings, self.skip = manifest, settings, set(skip)
+        self.outside = set(outside)
         self.times = times or {}
         self.kernel_times = kernel_times or {}
         self.kernels_per_call = kernels_per_call or {}
@@ -124,6 +126,9 @@ class FakeBackend:
 
     def copy_floor(self, nbytes):
         return {"copy_us": nbytes / 4e6, "bytes": nbytes, "instrument": "fake copy"}
+
+    def cold_copy_floor(self, nbytes, samples):
+        return {"copy_us": nbytes / 3e6, "bytes": nbytes, "instrument": "fake cold copy"}
 
     def control(self, samples):
         us = self.control_us.pop(0) if self.control_us else 100.0
@@ -147,6 +152,8 @@ class FakeBackend:
                                 "returned" if kind in ("torch", "torch_compile", "cusparse") else "preallocated",
                                 name in self.recompiles_set, self.kernel_times.get(name),
                                 self.kernels_per_call.get(name, 1)))
+            if name in self.outside:
+                out[-1].info["outside_contract"] = "fake: another precision"
         return out
 
     def check(self, state, impl):

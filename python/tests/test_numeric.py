@@ -19,6 +19,7 @@ class Lists(unittest.TestCase):
         self.assertEqual(c["checked"], 3)
         self.assertAlmostEqual(c["max_abs_err"], 5e-5, places=9)
         self.assertAlmostEqual(c["rel_l2_err"], 5e-5 / math.sqrt(14), places=9)
+        self.assertAlmostEqual(c["max_rel_err"], 5e-5 / 3.0, places=9)  # over max |ref|, not |ref| at the error
         self.assertEqual(c["tolerance"], {"abs": 1e-4, "rel": 1e-4})
 
     def test_relative_part_of_bound(self):
@@ -46,6 +47,7 @@ class Lists(unittest.TestCase):
         self.assertEqual(c["failures"], 10)
         self.assertEqual(len(c["first_failures"]), 5)
         self.assertIsNone(c["rel_l2_err"])  # |ref| = 0
+        self.assertIsNone(c["max_rel_err"])
 
     def test_length_mismatch(self):
         with self.assertRaises(ValueError):
@@ -62,7 +64,7 @@ class ArraysAgreeWithLists(unittest.TestCase):
         self.assertEqual(got["failures"], ref32["failures"])
         self.assertEqual(got["nan_count"], ref32["nan_count"])
         self.assertEqual([f["index"] for f in got["first_failures"]], [f["index"] for f in ref32["first_failures"]])
-        for k in ("max_abs_err", "rel_l2_err"):
+        for k in ("max_abs_err", "rel_l2_err", "max_rel_err"):
             if ref32[k] is None:
                 self.assertIsNone(got[k])
             else:

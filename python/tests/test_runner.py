@@ -85,6 +85,7 @@ class FullSession(Base):
         floor = op["floor"]
         self.assertEqual((floor["bytes"], floor["flops"], floor["bound"]), (48, 48, "memory"))
         self.assertAlmostEqual(floor["floor_us"], 48 / 4e6)
+        self.assertAlmostEqual(floor["cold_copy_us"], 48 / 3e6)  # cold mode: the copy with L2 evicted too
         # verdicts, all on kernel time: the automatic pair, then the manifest's pair, each in hot and cold
         got = [(v["a"], v["b"], v["mode"], v["auto"], v["instrument"]) for v in r["verdicts"]]
         self.assertEqual(got, [("rust current", "best alternative", "hot", True, "kernel"),
@@ -129,6 +130,16 @@ class FullSession(Base):
         self.assertEqual([e[1] for e in segs[:8]], [a, b, b, a, a, b, b, a])
         # every segment: its kernels per call, warm-up calls, then the measured calls, hot
         self.assertEqual({e[2:] for e in segs}, {(1, SMALL.segment_warmup, SMALL.verdict_samples, False)})
+
+    def test_an_implementation_outside_the_contract_is_never_the_best_alternative(self):
+        # torch is fastest but computes in another precision (as cuBLAS TF32 does): triton stands for the alternatives.
+        r = self.run_with(mode="hot", pairs=[], outside=["torch"],
+                          kernel_times={"rust current": 8.0, "rust mage-001": 50.0, "torch": 2.0, "torch_compile": 60.0, "triton": 7.0})
+        best = r["ops"][0]["best_alternative"]
+        self.assertEqual(best["implementation"], "triton")
+        self.assertNotIn("torch", best["candidates"])
+        self.assertEqual(self.row(r, "torch")["info"]["outside_contract"], "fake: another precision")
+        self.assertEqual(r["verdicts"][0]["verdict"], "SLOWER")
 
     def test_kernel_time_decides_where_spans_disagree(self):
         # The Rust kernel is slower (8 µs against 4) though its span is shorter (5 against 10):

@@ -17,8 +17,11 @@
 //! and the stage `current` picks), `stage PATH stage=S` (one stage at every
 //! shape: kernel and span µs), `compare PATH` (workloads × implementations,
 //! kernel µs), `verdicts PATH` (the A-B-B-A verdicts with their
-//! instrument). Options: `stages=a,b` (for `compare`: stages shown beside
-//! `current`), `shapes=4096x768,8192x768`, `ops=layernorm,gelu`.
+//! instrument), `errors PATH` (workloads × implementations: the error of
+//! each output against the f64 reference). Options: `stages=a,b` (for
+//! `compare` and `errors`: stages shown beside `current`),
+//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `mode=cold` (for
+//! `compare`: cold spans against a cold copy instead of hot kernel time).
 //!
 //! `cargo xtask tables` rewrites every block; `--check` (and the test
 //! below, run by `cargo test`) fails where a committed block differs from
@@ -170,6 +173,12 @@ fn render_stage(e: &Value, r: &Request) -> Result<Vec<String>, String> {
 /// call where more than one), the fastest bold.
 fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let results = e["results"].as_array().ok_or("a comparison has `results`")?;
+    let cold = match r.options.get("mode").map(String::as_str) {
+        None | Some("hot") => false,
+        Some("cold") => true,
+        Some(m) => return Err(format!("mode `{m}`: hot or cold")),
+    };
+    let shapes = list(&r.options, "shapes");
     let ops = list(&r.options, "ops");
     let extra_stages = list(&r.options, "stages").unwrap_or_default();
     let mut impls: Vec<String> = vec![];
@@ -186,6 +195,9 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             continue;
         }
         let w = (op.clone(), workload_label(row));
+        if shapes.as_ref().is_some_and(|s| !s.contains(&w.1)) {
+            continue;
+        }
         if !workloads.contains(&w) {
             workloads.push(w.clone());
         }
@@ -193,8 +205,10 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             impls.push(name.clone());
         }
         let ok = row["error"].is_null() && row["correct_after"]["passed"].as_bool() == Some(true);
-        if let (true, Some(k)) = (ok, us(&row["hot"]["kernel_us"])) {
-            cell.insert((w.0.clone(), w.1.clone(), name.clone()), (k, row["hot"]["kernels_per_call"].as_f64().unwrap_or(1.0)));
+        let time = if cold { us(&row["cold"]["span"]["median_us"]) } else { us(&row["hot"]["kernel_us"]) };
+        if let (true, Some(k)) = (ok, time) {
+            let per_call = if cold { 1.0 } else { row["hot"]["kernels_per_call"].as_f64().unwrap_or(1.0) };
+            cell.insert((w.0.clone(), w.1.clone(), name.clone()), (k, per_call));
         }
         if let (true, Some(s)) = (name == "rust current", row["info"]["stage_run"].as_str()) {
             current.insert(w, s.to_string());
@@ -204,13 +218,17 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|o| Some(((o["op"].as_str()?.to_string(), workload_label(o)), o["floor"]["floor_us"].as_f64()?)))
+        .filter_map(|o| {
+            let floor = if cold { &o["floor"]["cold_copy_us"] } else { &o["floor"]["floor_us"] };
+            Some(((o["op"].as_str()?.to_string(), workload_label(o)), floor.as_f64()?))
+        })
         .collect();
     let with_floor = !floors.is_empty();
     let mut header = vec!["op".to_string(), "workload".into()];
     header.extend(impls.iter().map(|i| if i == "rust current" { "Mage current".to_string() } else { i.clone() }));
     if with_floor {
-        header.extend(["floor".to_string(), "Mage / floor".to_string()]);
+        let floor = if cold { "cold copy" } else { "floor" };
+        header.extend([floor.to_string(), format!("Mage / {floor}")]);
     }
     let rows: Vec<Vec<String>> = workloads
         .iter()
@@ -246,6 +264,58 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     if rows.is_empty() {
         return Err("the comparison has no result for the ops asked".into());
     }
+    Ok(table(&header, &rows))
+}
+
+/// The error of every implementation's output against the f64 reference
+/// (the check before timing): max abs, max abs over max |ref|, and
+/// Frobenius-relative, with the tolerance it was checked under.
+fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let ops = list(&r.options, "ops");
+    let shapes = list(&r.options, "shapes");
+    let extra_stages = list(&r.options, "stages").unwrap_or_default();
+    let sci = |v: &Value| v.as_f64().map_or("–".to_string(), |x| format!("{x:.2e}"));
+    let rows: Vec<Vec<String>> = e["results"]
+        .as_array()
+        .ok_or("a comparison has `results`")?
+        .iter()
+        .filter(|row| ops.as_ref().is_none_or(|o| o.iter().any(|x| Some(x.as_str()) == row["op"].as_str())))
+        .filter(|row| shapes.as_ref().is_none_or(|s| s.contains(&workload_label(row))))
+        .filter(|row| {
+            let name = row["implementation"].as_str().unwrap_or("?");
+            !name.starts_with("rust ") || name == "rust current" || extra_stages.iter().any(|s| name == format!("rust {s}"))
+        })
+        .map(|row| {
+            let c = &row["correct_before"];
+            let name = match (row["implementation"].as_str(), row["info"]["stage_run"].as_str()) {
+                (Some("rust current"), Some(s)) => format!("Mage current ({s})"),
+                (Some(n), _) => n.to_string(),
+                _ => "?".into(),
+            };
+            let within = match c["passed"].as_bool() {
+                Some(true) if row["info"]["outside_contract"].is_string() => "own tolerance",
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "not checked",
+            };
+            vec![
+                row["op"].as_str().unwrap_or("?").to_string(),
+                workload_label(row),
+                name,
+                sci(&c["max_abs_err"]),
+                sci(&c["max_rel_err"]),
+                sci(&c["rel_l2_err"]),
+                within.to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err("the comparison has no result for the ops asked".into());
+    }
+    let header: Vec<String> = ["op", "workload", "implementation", "max abs error", "max abs / max |ref|", "Frobenius relative", "within the op's tolerance"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     Ok(table(&header, &rows))
 }
 
@@ -300,7 +370,8 @@ fn render(root: &Path, r: &Request) -> Result<Vec<String>, String> {
         "stage" => render_stage(&e, r),
         "compare" => render_compare(&e, r),
         "verdicts" => render_verdicts(&e, r),
-        k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts)")),
+        "errors" => render_errors(&e, r),
+        k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts, errors)")),
     }
     .map_err(|e| format!("{}: {e}", r.path))
 }
@@ -426,5 +497,31 @@ mod tests {
             rows[2],
             "| gelu | 2x3 | hot | kernel time | rust current | best alternative (triton) | 0.900 [0.880, 0.930] | FASTER |"
         );
+    }
+
+    #[test]
+    fn errors_name_the_stage_and_whether_the_tolerance_was_the_ops() {
+        let e = json!({"results": [
+            {"op": "matmul", "dims": [2, 3, 4], "implementation": "rust current", "info": {"stage_run": "mage-009"},
+             "correct_before": {"passed": true, "max_abs_err": 1.5e-6, "max_rel_err": 2e-7, "rel_l2_err": 3e-7}},
+            {"op": "matmul", "dims": [2, 3, 4], "implementation": "rust mage-001", "info": {},
+             "correct_before": {"passed": true, "max_abs_err": 1e-6, "max_rel_err": 1e-7, "rel_l2_err": 1e-7}},
+            {"op": "matmul", "dims": [2, 3, 4], "implementation": "torch_tf32", "info": {"outside_contract": "TF32"},
+             "correct_before": {"passed": true, "max_abs_err": 1e-3, "rel_l2_err": 3e-4}}]});
+        let rows = render_errors(&e, &parse_request("errors x.json").unwrap()).unwrap();
+        assert_eq!(rows.len(), 4, "header, rule and two rows (mage-001 is not asked for): {rows:?}");
+        assert_eq!(rows[2], "| matmul | 2x3x4 | Mage current (mage-009) | 1.50e-6 | 2.00e-7 | 3.00e-7 | yes |");
+        assert_eq!(rows[3], "| matmul | 2x3x4 | torch_tf32 | 1.00e-3 | – | 3.00e-4 | own tolerance |");
+    }
+
+    #[test]
+    fn a_cold_comparison_sets_cold_spans_against_the_cold_copy() {
+        let e = json!({"ops": [{"op": "gelu", "dims": [2, 3], "floor": {"floor_us": 1.0, "cold_copy_us": 4.0}}],
+            "results": [{"op": "gelu", "dims": [2, 3], "implementation": "rust current", "info": {"stage_run": "mage-002"},
+                "error": null, "correct_after": {"passed": true}, "hot": {"kernel_us": 2.0}, "cold": {"span": {"median_us": 5.0}}}]});
+        let rows = render_compare(&e, &parse_request("compare x.json mode=cold").unwrap()).unwrap();
+        assert_eq!(rows[0], "| op | workload | Mage current | cold copy | Mage / cold copy |");
+        assert_eq!(rows[2], "| gelu | 2x3 | **5.00** mage-002 | 4.00 | 1.25 |");
+        assert!(render_compare(&e, &parse_request("compare x.json mode=warm").unwrap()).is_err());
     }
 }
