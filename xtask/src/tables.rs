@@ -20,7 +20,8 @@
 //! instrument), `errors PATH` (workloads × implementations: the error of
 //! each output against the f64 reference). Options: `stages=a,b` (for
 //! `compare` and `errors`: stages shown beside `current`),
-//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `mode=cold` (for
+//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `a=mage-009` (for
+//! `verdicts`: only those whose A is that stage), `mode=cold` (for
 //! `compare`: cold spans against a cold copy instead of hot kernel time).
 //!
 //! `cargo xtask tables` rewrites every block; `--check` (and the test
@@ -322,11 +323,13 @@ fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
 /// The verdicts of a comparison, each with its instrument.
 fn render_verdicts(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let ops = list(&r.options, "ops");
+    let a = r.options.get("a").map(|s| format!("rust {s}"));
     let rows: Vec<Vec<String>> = e["verdicts"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|v| ops.as_ref().is_none_or(|o| o.iter().any(|x| Some(x.as_str()) == v["op"].as_str())))
+        .filter(|v| a.as_ref().is_none_or(|a| v["a"].as_str() == Some(a.as_str())))
         .map(|v| {
             let instrument = match v["instrument"].as_str() {
                 Some("kernel") => "kernel time",

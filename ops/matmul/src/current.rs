@@ -1,22 +1,47 @@
 //! current: the dispatcher, picking the stage measured fastest for the
-//! shape (CUPTI kernel time on the H200, one session). mage-009 (3xTF32 on
-//! the tensor cores) takes mage-007's shapes from k = 64: in one later
-//! session it measured FASTER than mage-007 on kernel-time verdicts at
-//! 4096³, 4096x4096x1024 and 1000x1037x999 (`results/mage-010`). The
-//! history stages, in the session before it:
+//! shape (CUPTI kernel time on the H200, kernel-time verdicts in one
+//! session). From 32 output tiles of 64x64 and k = 64, mage-009 (3xTF32 on
+//! the tensor cores) takes every shape: in `results/tf32-1` it was judged
+//! FASTER than mage-006 (which held 512³ to 1024³ before) and than mage-007
+//! at every shape with k >= 64, and SLOWER than both at k = 1:
+//!
+//! <!-- mage:table verdicts results/tf32-1/comparison.json a=mage-009 -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-009 | rust mage-008 | 0.597 [0.594, 0.598] | FASTER |
+//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-009 | rust mage-006 | 0.373 [0.372, 0.373] | FASTER |
+//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-009 | rust mage-007 | 0.300 [0.300, 0.300] | FASTER |
+//! | matmul | 512x512x512 | hot | kernel time | rust mage-009 | rust mage-006 | 0.628 [0.628, 0.628] | FASTER |
+//! | matmul | 512x512x512 | hot | kernel time | rust mage-009 | rust mage-007 | 0.313 [0.313, 0.313] | FASTER |
+//! | matmul | 768x768x768 | hot | kernel time | rust mage-009 | rust mage-006 | 0.373 [0.373, 0.373] | FASTER |
+//! | matmul | 768x768x768 | hot | kernel time | rust mage-009 | rust mage-007 | 0.306 [0.306, 0.306] | FASTER |
+//! | matmul | 2048x2048x2048 | hot | kernel time | rust mage-009 | rust mage-006 | 0.341 [0.341, 0.343] | FASTER |
+//! | matmul | 2048x2048x2048 | hot | kernel time | rust mage-009 | rust mage-007 | 0.540 [0.539, 0.540] | FASTER |
+//! | matmul | 1024x1024x1 | hot | kernel time | rust mage-009 | rust mage-006 | 1.134 [1.128, 1.141] | SLOWER |
+//! | matmul | 1024x1024x1 | hot | kernel time | rust mage-009 | rust mage-007 | 1.295 [1.295, 1.295] | SLOWER |
+//! | matmul | 1024x1024x8192 | hot | kernel time | rust mage-009 | rust mage-006 | 0.350 [0.350, 0.350] | FASTER |
+//! | matmul | 1024x1024x8192 | hot | kernel time | rust mage-009 | rust mage-007 | 0.284 [0.283, 0.284] | FASTER |
+//! <!-- /mage:table -->
+//!
+//! (`results/mage-010` judged it FASTER than mage-007 at 4096³,
+//! 4096x4096x1024 and 1000x1037x999.) Below k = 64 its worst-case error
+//! bound leaves the op's tolerance (mage-009's module doc), and at k = 1 it
+//! was judged SLOWER than mage-006 anyway. There the CUDA-core stages keep
+//! the shapes they held before:
 //!
 //! | 64x64 output tiles | stage | measured |
 //! |---|---|---|
 //! | fewer than 32 | mage-001 | 256³: 7.44 µs (mage-006 13.47): 16 tiles leave most of the 132 SMs idle, 256 blocks of 16x16 do not |
-//! | 32 or more, and fewer than 72 of 128x128 | mage-006 | 512³ (64 tiles): 26.23 µs (mage-001 39.45); 1024³: 84.16 µs (mage-007 104.12) |
-//! | 72 or more of 128x128 | mage-007 | 1000x1037x999 (72): 113.24 µs (mage-006 129.44); 2048³: 381.0 (603.1); 4096³: 2999 (4608) |
+//! | 32 or more, and fewer than 72 of 128x128 (k < 64) | mage-006 | 512³ (64 tiles): 26.23 µs (mage-001 39.45); 1024³: 84.16 µs (mage-007 104.12) |
+//! | 72 or more of 128x128 (k < 64) | mage-007 | 1000x1037x999 (72): 113.24 µs (mage-006 129.44); 2048³: 381.0 (603.1); 4096³: 2999 (4608) |
+//!
+//! (`results/mage-007`, measured at the op's sweep shapes, all with k >= 64:
+//! the thresholds for k < 64 are carried over from them.) Below 32 tiles
+//! mage-009 has not been judged against mage-001.
 //!
 //! mage-006 takes any `m, n, k >= 1` (guarded, zero-filled tails), with its
 //! `_v4` entry (16-byte `cp.async` of B, 128-bit stores of C) where `n` is a
-//! multiple of 4 and its `_scalar` entry otherwise; so does mage-007. Each
-//! threshold lies between two measured points: 16 and 64 tiles of 64x64,
-//! and 64 and 72 tiles of 128x128 (the second of those with the scalar
-//! entries of both stages, n = 1037).
+//! multiple of 4 and its `_scalar` entry otherwise; so does mage-007.
 
 use mage_common::op::{Dispatcher, Stage};
 
@@ -28,8 +53,9 @@ pub const MIN_TILES_FOR_MAGE_007: u32 = 72;
 
 /// Shortest contraction for the 3xTF32 mage-009: from here its worst-case
 /// error bound is inside the op's FP32 tolerance for any input (below, only
-/// the typical error is); it measured FASTER than mage-007 at every shape
-/// where both were judged (`results/mage-010`, kernel-time verdicts).
+/// the typical error is); it was judged FASTER than mage-006 and mage-007
+/// at every shape with k >= 64 where they met (`results/tf32-1`,
+/// `results/mage-010`, kernel-time verdicts).
 pub const MIN_K_FOR_3XTF32: u32 = 64;
 
 /// The stage `current` runs for these dims.
@@ -38,10 +64,10 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     let big_tiles = d[0].div_ceil(128) * d[1].div_ceil(128);
     if tiles < MIN_TILES_FOR_MAGE_006 {
         &crate::mage_001::STAGE
-    } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
-        &crate::mage_006::STAGE
     } else if d[2] >= MIN_K_FOR_3XTF32 {
         &crate::mage_009::STAGE
+    } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
+        &crate::mage_006::STAGE
     } else {
         &crate::mage_007::STAGE
     }
@@ -49,7 +75,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-001 below 32 tiles of 64x64, mage-006 below 72 tiles of 128x128, else mage-009 (3xTF32) from k = 64 and mage-007 below",
+    summary: "mage-001 below 32 tiles of 64x64; else mage-009 (3xTF32) from k = 64; below, mage-006 under 72 tiles of 128x128 and mage-007 from there",
     reads: &[],
     choose: |d, _| choose(d),
 };

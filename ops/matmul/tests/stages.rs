@@ -311,10 +311,10 @@ fn the_tf32_tolerances_pass_tf32_sums_and_fail_indexing_bugs() {
 
 #[test]
 fn current_dispatches_by_shape() {
-    for d in [[1024, 1024, 1024], [512, 512, 512], [384, 384, 7]] {
+    for d in [[1024, 1024, 1], [512, 512, 63], [384, 384, 7]] {
         assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
     }
-    for d in [[1000, 1037, 999], [2048, 2048, 2048], [4096, 4096, 4096], [4096, 4096, 1024]] {
+    for d in [[1000, 1037, 999], [2048, 2048, 2048], [4096, 4096, 4096], [4096, 4096, 1024], [1024, 1024, 1024], [512, 512, 512], [768, 768, 768], [1024, 1024, 8192], [512, 256, 64]] {
         assert_eq!(current::choose(&d).name, "mage-009", "{d:?}");
     }
     for d in [[4096, 4096, 63], [2048, 2048, 1]] {
@@ -330,9 +330,9 @@ fn current_dispatches_by_shape() {
         }
     }
     let entry = |d: [u32; 3]| (current::choose(&d).plan)(&d).launches[0].kernel.name;
-    assert_eq!(entry([1024, 1024, 1024]), "matmul_cp_async_v4");
-    assert_eq!(entry([1024, 1020, 999]), "matmul_cp_async_v4");
-    assert_eq!(entry([1024, 1021, 999]), "matmul_cp_async_scalar");
+    assert_eq!(entry([1024, 1024, 1024]), "matmul_3xtf32_m64_v4");
+    assert_eq!(entry([1024, 1020, 63]), "matmul_cp_async_v4");
+    assert_eq!(entry([1024, 1021, 63]), "matmul_cp_async_scalar");
     assert_eq!(entry([1000, 1036, 9]), "matmul_warptile8x8_v4");
     assert_eq!(entry([1000, 1037, 9]), "matmul_warptile8x8_scalar");
 }
