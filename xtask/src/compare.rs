@@ -21,7 +21,8 @@ use std::process::Command;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompareArgs {
-    /// Operations to compare (all if none), each at its default dims.
+    /// Operations to compare, each at its default dims: all if none is
+    /// named, unless only `--at` workloads are asked for (then just those).
     pub ops: Vec<String>,
     /// The evidence's name: results/<NAME>/.
     #[arg(long)]
@@ -30,7 +31,8 @@ pub struct CompareArgs {
     /// `neighbor:4096,64,65536:power-law`); repeatable.
     #[arg(long = "at")]
     pub at: Vec<String>,
-    /// Also every workload of each chosen op's sweep list.
+    /// Also every workload of each chosen op's sweep list (every op's when
+    /// none is named, with or without `--at`).
     #[arg(long)]
     pub sweep: bool,
     /// Also judge stage A against stage B of an op, `OP:A:B`
@@ -167,12 +169,24 @@ fn op_entry(w: &Workload, judge: &[(&'static Op, &'static str, &'static str)], w
     }))
 }
 
+/// The ops whose default dims (and, with `--sweep`, sweep lists) run: those
+/// named, or every op when none is named, unless only `--at` workloads
+/// were asked for.
+fn chosen_ops(a: &CompareArgs) -> Result<Vec<&'static Op>, String> {
+    if !a.ops.is_empty() {
+        a.ops.iter().map(|o| ops::find(o)).collect()
+    } else if a.at.is_empty() || a.sweep {
+        Ok(ops::all())
+    } else {
+        Ok(vec![])
+    }
+}
+
 pub fn compare(a: &CompareArgs) -> Result<(), String> {
     if !["hot", "cold", "both"].contains(&a.mode.as_str()) {
         return Err(format!("--mode {} is not one of hot, cold, both", a.mode));
     }
-    let chosen: Vec<&Op> =
-        if a.ops.is_empty() && a.at.is_empty() { ops::all() } else { a.ops.iter().map(|o| ops::find(o)).collect::<Result<_, _>>()? };
+    let chosen = chosen_ops(a)?;
     let mut workloads: Vec<Workload> =
         chosen.iter().map(|op| Workload { op, dims: op.default_dims.to_vec(), generator: op.generators[0].name, history: true }).collect();
     if a.sweep {
@@ -355,6 +369,28 @@ pub fn markdown(e: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_with_no_op_named_takes_every_op_even_beside_at() {
+        let args = |ops: &[&str], at: &[&str], sweep: bool| CompareArgs {
+            ops: ops.iter().map(|s| s.to_string()).collect(),
+            namespace: "x".into(),
+            at: at.iter().map(|s| s.to_string()).collect(),
+            sweep,
+            judge: vec![],
+            mode: "hot".into(),
+            span_verdicts: false,
+            force: false,
+            python: "python3".into(),
+            quick: false,
+        };
+        let names = |a: &CompareArgs| chosen_ops(a).unwrap().iter().map(|o| o.name).collect::<Vec<_>>();
+        let every: Vec<_> = ops::all().iter().map(|o| o.name).collect();
+        assert_eq!(names(&args(&[], &[], false)), every);
+        assert_eq!(names(&args(&[], &["gelu:8,8"], true)), every);
+        assert!(names(&args(&[], &["gelu:8,8"], false)).is_empty(), "only the --at workloads");
+        assert_eq!(names(&args(&["gelu"], &["matmul:8,8,8"], true)), ["gelu"]);
+    }
 
     #[test]
     fn every_op_entry_names_its_case_stages_and_pairs() {

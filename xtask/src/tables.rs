@@ -16,13 +16,15 @@
 //! Kinds: `sweep PATH` (shapes × stages, GPU kernel µs, the fastest bold,
 //! and the stage `current` picks), `stage PATH stage=S` (one stage at every
 //! shape: kernel and span µs), `compare PATH` (workloads × implementations,
-//! kernel µs), `verdicts PATH` (the A-B-B-A verdicts with their
+//! kernel µs, the fastest within the op's contract bold), `verdicts PATH` (the A-B-B-A verdicts with their
 //! instrument), `errors PATH` (workloads × implementations: the error of
 //! each output against the f64 reference). Options: `stages=a,b` (for
 //! `compare` and `errors`: stages shown beside `current`),
-//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `a=mage-009` (for
+//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `impls=torch,triton`
+//! (for `errors`: only these of the other implementations), `a=mage-009` (for
 //! `verdicts`: only those whose A is that stage), `mode=cold` (for
-//! `compare`: cold spans against a cold copy instead of hot kernel time).
+//! `compare`: cold spans against a cold copy instead of hot kernel time,
+//! nothing bold: a span does not decide which kernel is faster).
 //!
 //! `cargo xtask tables` rewrites every block; `--check` (and the test
 //! below, run by `cargo test`) fails where a committed block differs from
@@ -186,6 +188,8 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let mut workloads: Vec<(String, String)> = vec![];
     let mut cell: BTreeMap<(String, String, String), (f64, f64)> = BTreeMap::new();
     let mut current: BTreeMap<(String, String), String> = BTreeMap::new();
+    // Outside the op's FP32 contract (a TF32 product): shown, never bold.
+    let mut outside: std::collections::BTreeSet<String> = Default::default();
     for row in results {
         let op = row["op"].as_str().unwrap_or("?").to_string();
         if ops.as_ref().is_some_and(|o| !o.contains(&op)) {
@@ -211,6 +215,9 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
             let per_call = if cold { 1.0 } else { row["hot"]["kernels_per_call"].as_f64().unwrap_or(1.0) };
             cell.insert((w.0.clone(), w.1.clone(), name.clone()), (k, per_call));
         }
+        if row["info"]["outside_contract"].is_string() {
+            outside.insert(name.clone());
+        }
         if let (true, Some(s)) = (name == "rust current", row["info"]["stage_run"].as_str()) {
             current.insert(w, s.to_string());
         }
@@ -235,12 +242,14 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         .iter()
         .map(|(op, w)| {
             let key = |i: &String| (op.clone(), w.clone(), i.clone());
-            let best = impls.iter().filter_map(|i| cell.get(&key(i))).map(|c| c.0).fold(f64::INFINITY, f64::min);
+            let best =
+                impls.iter().filter(|i| !outside.contains(*i)).filter_map(|i| cell.get(&key(i))).map(|c| c.0).fold(f64::INFINITY, f64::min);
             let mut row = vec![op.clone(), w.clone()];
             for i in &impls {
                 row.push(match cell.get(&key(i)) {
                     Some(&(k, n)) => {
-                        let v = if k == best { format!("**{}**", fmt_us(k)) } else { fmt_us(k) };
+                        // Spans never mark a winner: only kernel time does.
+                        let v = if k == best && !cold { format!("**{}**", fmt_us(k)) } else { fmt_us(k) };
                         let v = if n > 1.0 { format!("{v} ({n:.0})") } else { v };
                         match (i.as_str(), current.get(&(op.clone(), w.clone()))) {
                             ("rust current", Some(s)) => format!("{v} {s}"),
@@ -275,6 +284,7 @@ fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     let ops = list(&r.options, "ops");
     let shapes = list(&r.options, "shapes");
     let extra_stages = list(&r.options, "stages").unwrap_or_default();
+    let impls = list(&r.options, "impls");
     let sci = |v: &Value| v.as_f64().map_or("–".to_string(), |x| format!("{x:.2e}"));
     let rows: Vec<Vec<String>> = e["results"]
         .as_array()
@@ -284,7 +294,11 @@ fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         .filter(|row| shapes.as_ref().is_none_or(|s| s.contains(&workload_label(row))))
         .filter(|row| {
             let name = row["implementation"].as_str().unwrap_or("?");
-            !name.starts_with("rust ") || name == "rust current" || extra_stages.iter().any(|s| name == format!("rust {s}"))
+            if name.starts_with("rust ") {
+                name == "rust current" || extra_stages.iter().any(|s| name == format!("rust {s}"))
+            } else {
+                impls.as_ref().is_none_or(|i| i.iter().any(|x| x == name))
+            }
         })
         .map(|row| {
             let c = &row["correct_before"];
@@ -313,10 +327,11 @@ fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     if rows.is_empty() {
         return Err("the comparison has no result for the ops asked".into());
     }
-    let header: Vec<String> = ["op", "workload", "implementation", "max abs error", "max abs / max |ref|", "Frobenius relative", "within the op's tolerance"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> =
+        ["op", "workload", "implementation", "max abs error", "max abs / largest ref", "Frobenius relative", "within the op's tolerance"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     Ok(table(&header, &rows))
 }
 
@@ -523,8 +538,15 @@ mod tests {
             "results": [{"op": "gelu", "dims": [2, 3], "implementation": "rust current", "info": {"stage_run": "mage-002"},
                 "error": null, "correct_after": {"passed": true}, "hot": {"kernel_us": 2.0}, "cold": {"span": {"median_us": 5.0}}}]});
         let rows = render_compare(&e, &parse_request("compare x.json mode=cold").unwrap()).unwrap();
+        let tf32 = json!({"results": [
+            {"op": "matmul", "dims": [2, 3, 4], "implementation": "torch", "info": {}, "error": null,
+             "correct_after": {"passed": true}, "hot": {"kernel_us": 9.0}},
+            {"op": "matmul", "dims": [2, 3, 4], "implementation": "torch_tf32", "info": {"outside_contract": "TF32"}, "error": null,
+             "correct_after": {"passed": true}, "hot": {"kernel_us": 3.0}}]});
+        let r = render_compare(&tf32, &parse_request("compare x.json").unwrap()).unwrap();
+        assert_eq!(r[2], "| matmul | 2x3x4 | **9.00** | 3.00 |", "outside the contract, never bold");
         assert_eq!(rows[0], "| op | workload | Mage current | cold copy | Mage / cold copy |");
-        assert_eq!(rows[2], "| gelu | 2x3 | **5.00** mage-002 | 4.00 | 1.25 |");
+        assert_eq!(rows[2], "| gelu | 2x3 | 5.00 mage-002 | 4.00 | 1.25 |", "spans: no winner in bold");
         assert!(render_compare(&e, &parse_request("compare x.json mode=warm").unwrap()).is_err());
     }
 }
