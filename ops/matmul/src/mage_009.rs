@@ -115,7 +115,35 @@
 //!   µs a wave, 850 µs if the tensor cores never wait; with shared memory
 //!   92% busy beside them, 950-1250 µs (cuBLAS SGEMM 2681, target 1340).
 //!
-//! Not yet measured on the GPU.
+//! ## Measured
+//!
+//! GPU kernel time per call (CUPTI, hot L2, `results/mage-011`; `Mage
+//! current` is this stage from k = 64):
+//!
+//! <!-- mage:table compare results/mage-011/comparison.json ops=matmul shapes=1024x1024x1024,2048x2048x2048,4096x4096x4096,4096x4096x1024,1000x1037x999 -->
+//! | op | workload | Mage current | torch | torch_compile | triton | triton_tuned | triton_tf32x3 | torch_tf32 | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|---|---|---|---|
+//! | matmul | 1024x1024x1024 | **31.09** mage-009 | 55.52 | 55.56 | 61.80 | 56.29 | 66.64 | 12.62 | 42.08 | 0.74 |
+//! | matmul | 2048x2048x2048 | **208.88** mage-009 | 338.94 | 339.02 | 419.37 | 397.47 | 334.19 | 47.36 | 336.61 | 0.62 |
+//! | matmul | 4096x4096x4096 | **1607** mage-009 | 2758 | 2741 | 3263 | 3100 | 2627 | 351.07 | 2693 | 0.60 |
+//! | matmul | 1000x1037x999 | 79.03 mage-009 | 66.08 | **65.99** | 164.22 | 104.21 | 229.91 | 36.89 (2) | 40.60 | 1.95 |
+//! | matmul | 4096x4096x1024 | **405.72** mage-009 | 685.69 | 685.48 | 826.51 | 787.71 | 675.93 | 103.24 | 673.23 | 0.60 |
+//! <!-- /mage:table -->
+//!
+//! Slower than predicted at both sizes: 31.09 µs at 1024³ and 1607 at
+//! 4096³ (`results/mage-011`). Nsight Compute (`results/nsight-1`, the
+//! `.details.csv` beside each report) says why at 4096³: 2.86 M cycles
+//! against the 1.67 M of tensor work; no unit near its limit (SM 54%, L1
+//! 56%, L2 21%, DRAM 9% of peak); one block of 8 warps per SM (12.5%
+//! occupancy, 247 registers), each warp issuing every 6.1 cycles, most
+//! waiting on shared memory (short scoreboard: the `Bᵀ` fragment loads and
+//! the writes of A's low plane), then on `wgmma.wait_group`. The warps that
+//! split the operands and add the partial sums are the ones that issue the
+//! multiplies, and no other block shares the SM to hide them. 1024³ (64
+//! rows, 128 blocks) reads the same: 59 k cycles, SM 41%, L1 57%. What
+//! should move it: warpgroups specialised as producer (copies and the
+//! split) and consumers (`setmaxnreg`), or both operands split once before
+//! the product so that the loop only multiplies.
 
 use crate::cp_async_quad;
 use mage_common::device::wgmma::*;
