@@ -15,6 +15,7 @@
 //! | [`mage_007`] | 128x128 block tile, an 8x8 register tile per thread in 32x64 warp tiles, K step 16, one barrier per K step |
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
+//! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
@@ -46,7 +47,9 @@ pub mod mage_006;
 pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
+pub mod mage_010;
 pub mod space;
+pub mod tf32x3;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -309,8 +312,16 @@ mod host {
     pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 7] =
-        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_008::STAGE, &mage_009::STAGE];
+    pub static STAGES: [&Stage; 8] = [
+        &mage_001::STAGE,
+        &mage_002::STAGE,
+        &mage_003::STAGE,
+        &mage_006::STAGE,
+        &mage_007::STAGE,
+        &mage_008::STAGE,
+        &mage_009::STAGE,
+        &mage_010::STAGE,
+    ];
 
     /// The op.
     pub static OP: Op = Op {

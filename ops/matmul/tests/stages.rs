@@ -8,7 +8,9 @@
 use mage_common::device::wgmma::tf32_rna;
 use mage_common::numeric::{bits_differing, compare};
 use mage_common::op::{HostBuf, Op, Stage, check_current, check_stage, emulate, fit_last_dim};
-use mage_matmul::{FMA_STAGES, OP, STAGES, current, mage_006, mage_007, mage_008, mage_009, tf32_sum_tolerance, tf32_tolerance, tolerance};
+use mage_matmul::{
+    FMA_STAGES, OP, STAGES, current, mage_006, mage_007, mage_008, mage_009, mage_010, tf32_sum_tolerance, tf32_tolerance, tolerance,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
@@ -352,10 +354,10 @@ fn every_block_fits_in_the_shared_memory_it_may_ask_for() {
     for stage in STAGES {
         for d in OP.sweep.iter().map(|w| w.dims).chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
             for l in (stage.plan)(d).launches {
-                // Up to mage-008, the 48 KiB every launch gets; mage-009 opts
+                // Up to mage-008, the 48 KiB every launch gets; mage-009 and mage-010 opt
                 // in to more (the runtime raises the kernel's limit), within
                 // the 227 KiB an H200 block may have.
-                let limit = if stage.name == "mage-009" { 227 * 1024 } else { 48 * 1024 };
+                let limit = if ["mage-009", "mage-010"].contains(&stage.name) { 227 * 1024 } else { 48 * 1024 };
                 assert!(l.shared_bytes <= limit, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
                 assert_eq!(l.grid.y * l.grid.z, 1);
             }
@@ -494,5 +496,25 @@ fn mage_009_at_hidden_sizes() {
             three.rel_l2_err,
             fp32.rel_l2_err
         );
+    }
+}
+
+/// mage-010 pads rows that are not a multiple of 4 floats and runs
+/// mage-009's product on the padded matrices: the zeros add exact zero
+/// products, so its output is mage-009's arithmetic to the bit (the host
+/// model of it), at aligned shapes (one launch) and misaligned ones (the
+/// product between three copies), on both tile heights.
+#[test]
+fn mage_010_is_mage_009_padded_to_the_bit() {
+    for d in [[64, 128, 32], [37, 29, 33], [130, 131, 97], [65, 260, 200], [1, 1, 1], [300, 257, 64]] {
+        let plan = (mage_010::STAGE.plan)(&d);
+        let aligned = d[1] % 4 == 0 && d[2] % 4 == 0;
+        assert_eq!(plan.launches.len(), if aligned { 1 } else { 4 }, "{d:?}");
+        let product = &plan.launches[if aligned { 0 } else { 2 }];
+        assert!(product.kernel.name.starts_with("matmul_3xtf32_aligned_m"), "{d:?}: {}", product.kernel.name);
+        let inputs = inputs(&d, d[2] as u64 + 700);
+        let out = emulate(&OP, &mage_010::STAGE, &d, &inputs).unwrap_or_else(|e| panic!("{d:?}: {e}"));
+        let differ = bits_differing(&out, &three_tf32_model(d, &inputs));
+        assert_eq!(differ, 0, "{d:?}: {differ} of {} elements differ from mage-009's arithmetic", out.len());
     }
 }
