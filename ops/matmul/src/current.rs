@@ -39,6 +39,9 @@
 //! the thresholds for k < 64 are carried over from them.) Below 32 tiles
 //! mage-009 has not been judged against mage-001.
 //!
+//! Where `k` or `n` is not a multiple of 4, mage-010 runs mage-009's product
+//! on copies padded to 16-byte rows instead of mage-009's 4-byte copies.
+//!
 //! mage-006 takes any `m, n, k >= 1` (guarded, zero-filled tails), with its
 //! `_v4` entry (16-byte `cp.async` of B, 128-bit stores of C) where `n` is a
 //! multiple of 4 and its `_scalar` entry otherwise; so does mage-007.
@@ -65,7 +68,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     if tiles < MIN_TILES_FOR_MAGE_006 {
         &crate::mage_001::STAGE
     } else if d[2] >= MIN_K_FOR_3XTF32 {
-        &crate::mage_009::STAGE
+        if crate::vector_rows(d) { &crate::mage_009::STAGE } else { &crate::mage_010::STAGE }
     } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
         &crate::mage_006::STAGE
     } else {
@@ -75,7 +78,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-001 below 32 tiles of 64x64; else mage-009 (3xTF32) from k = 64; below, mage-006 under 72 tiles of 128x128 and mage-007 from there",
+    summary: "mage-001 below 32 tiles of 64x64; else from k = 64 3xTF32: mage-009 where k and n are multiples of 4, mage-010 (padded) elsewhere; below k = 64, mage-006 under 72 tiles of 128x128 and mage-007 from there",
     reads: &[],
     choose: |d, _| choose(d),
 };
