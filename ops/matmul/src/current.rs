@@ -39,8 +39,23 @@
 //! the thresholds for k < 64 are carried over from them.) Below 32 tiles
 //! mage-009 has not been judged against mage-001.
 //!
-//! Where `k` or `n` is not a multiple of 4, mage-010 runs mage-009's product
-//! on copies padded to 16-byte rows instead of mage-009's 4-byte copies.
+//! Where `k` or `n` is not a multiple of 4 and the product takes tiles of
+//! 128 rows, mage-010 runs mage-009's product on copies padded to 16-byte
+//! rows instead of mage-009's 4-byte copies. With 64-row tiles the gain of
+//! the 16-byte copies is about what the three copies around the product
+//! cost. `results/pad-1`, with mage-010's first copies (one element per
+//! thread); 1000x1037x999 and 2047³ take 128-row tiles, 1000x1000x999 and
+//! 1023³ 64-row ones:
+//!
+//! <!-- mage:table verdicts results/pad-1/comparison.json a=mage-010 -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.999, 1.003] | SAME |
+//! | matmul | 1000x1037x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.871 [0.870, 0.873] | FASTER |
+//! | matmul | 1000x1000x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.979 [0.978, 0.980] | FASTER |
+//! | matmul | 1023x1023x1023 | hot | kernel time | rust mage-010 | rust mage-009 | 1.022 [1.021, 1.024] | SLOWER |
+//! | matmul | 2047x2047x2047 | hot | kernel time | rust mage-010 | rust mage-009 | 0.959 [0.956, 0.960] | FASTER |
+//! <!-- /mage:table -->
 //!
 //! mage-006 takes any `m, n, k >= 1` (guarded, zero-filled tails), with its
 //! `_v4` entry (16-byte `cp.async` of B, 128-bit stores of C) where `n` is a
@@ -68,7 +83,11 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     if tiles < MIN_TILES_FOR_MAGE_006 {
         &crate::mage_001::STAGE
     } else if d[2] >= MIN_K_FOR_3XTF32 {
-        if crate::vector_rows(d) { &crate::mage_009::STAGE } else { &crate::mage_010::STAGE }
+        if crate::vector_rows(d) || crate::tf32x3::tile_rows(&crate::mage_010::padded(d)) < 128 {
+            &crate::mage_009::STAGE
+        } else {
+            &crate::mage_010::STAGE
+        }
     } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
         &crate::mage_006::STAGE
     } else {
@@ -78,7 +97,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-001 below 32 tiles of 64x64; else from k = 64 3xTF32: mage-009 where k and n are multiples of 4, mage-010 (padded) elsewhere; below k = 64, mage-006 under 72 tiles of 128x128 and mage-007 from there",
+    summary: "mage-001 below 32 tiles of 64x64; else from k = 64 3xTF32: mage-010 (padded rows) where k or n is not a multiple of 4 and the product takes 128-row tiles, mage-009 elsewhere; below k = 64, mage-006 under 72 tiles of 128x128 and mage-007 from there",
     reads: &[],
     choose: |d, _| choose(d),
 };

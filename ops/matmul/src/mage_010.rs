@@ -26,8 +26,18 @@
 //! takes 1.58 µs a K tile when every SM is busy (4096x4096x1024: 405.72 µs
 //! for 8 waves of 32 tiles); 32 tiles make about 51 µs, and the three
 //! copies move about 24 MB through L2 (A, B and C read and written once):
-//! 4-6 µs. About 56 µs against cuBLAS's 66, where the issue asks for no
-//! more than cuBLAS.
+//! 4-6 µs. About 56 µs against cuBLAS's 66.
+//!
+//! ## Measured
+//!
+//! First written with one element per thread in [`matmul_resize`]: 61.58
+//! µs at 1000x1037x999 against mage-009's 69.70 and cuBLAS's 59.36 in one
+//! session (`results/pad-1`); Nsight (`results/nsight-1`) put the product
+//! at 61.3 µs at its lower clock and the copy of C back at 5.6 µs, long
+//! scoreboard leading (each thread waited for one 4-byte load, with a
+//! division per element). The copies now take four elements per thread
+//! with a 16-byte access on the padded side: 24 MB through L2 in three
+//! launches should take under 2 µs each.
 
 pub use crate::tf32x3::matmul_resize;
 #[cfg(not(target_arch = "nvptx64"))]

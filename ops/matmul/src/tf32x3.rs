@@ -389,14 +389,25 @@ pub const RESIZE_THREADS: u32 = 256;
 mage_common::kernel! {
     /// `dst` (`rows_out` x `cols_out`, row-major) = the top-left corner of
     /// `src` (`rows` x `cols`), zeros where `src` has no element: a matrix
-    /// padded to rows of a multiple of 4 floats, or cut back from them. One
-    /// element per thread.
+    /// padded to rows of a multiple of 4 floats, or cut back from them.
+    /// Four consecutive elements of a row per thread, each side read or
+    /// written in one 16-byte access where its rows are a multiple of 4
+    /// floats (the padded side always is), element by element otherwise.
     pub unsafe fn matmul_resize(src: *const f32, dst: *mut f32, rows: u32, cols: u32, rows_out: u32, cols_out: u32) {
-        let i = block_idx_x() * block_dim_x() + thread_idx_x();
-        if i < rows_out * cols_out {
-            let (r, c) = (i / cols_out, i % cols_out);
-            let v = if r < rows && c < cols { unsafe { ld_nc(src, r * cols + c) } } else { 0.0 };
-            unsafe { st(dst, i, v) };
+        let q = block_idx_x() * block_dim_x() + thread_idx_x();
+        let quads = cols_out.div_ceil(4);
+        if q < rows_out * quads {
+            let (r, c) = (q / quads, 4 * (q % quads));
+            let v = if cols.is_multiple_of(4) {
+                unsafe { crate::load_quad::<true>(src, r, rows, c, cols) }
+            } else {
+                unsafe { crate::load_quad::<false>(src, r, rows, c, cols) }
+            };
+            if cols_out.is_multiple_of(4) {
+                unsafe { crate::store_quad::<true>(dst, r, rows_out, c, cols_out, v) }
+            } else {
+                unsafe { crate::store_quad::<false>(dst, r, rows_out, c, cols_out, v) }
+            }
         }
     }
 }
@@ -408,7 +419,7 @@ pub fn resize(src: mage_common::op::Arg, dst: mage_common::op::Arg, from: [u32; 
     use mage_common::op::Arg;
     mage_common::op::Launch {
         kernel: &matmul_resize::KERNEL,
-        grid: mage_common::kernel::Dim3::x((to[0] * to[1]).div_ceil(RESIZE_THREADS)),
+        grid: mage_common::kernel::Dim3::x((to[0] * to[1].div_ceil(4)).div_ceil(RESIZE_THREADS)),
         block: mage_common::kernel::Dim3::x(RESIZE_THREADS),
         shared_bytes: 0,
         args: vec![src, dst, Arg::U32(from[0]), Arg::U32(from[1]), Arg::U32(to[0]), Arg::U32(to[1])],

@@ -316,8 +316,11 @@ fn current_dispatches_by_shape() {
     for d in [[1024, 1024, 1], [512, 512, 63], [384, 384, 7]] {
         assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
     }
-    for d in [[1000, 1037, 999], [1000, 1000, 999], [2047, 2047, 2047], [384, 385, 64]] {
+    for d in [[1000, 1037, 999], [2047, 2047, 2047], [4095, 4095, 4095]] {
         assert_eq!(current::choose(&d).name, "mage-010", "{d:?}");
+    }
+    for d in [[1000, 1000, 999], [1023, 1023, 1023], [384, 385, 64]] {
+        assert_eq!(current::choose(&d).name, "mage-009", "{d:?}");
     }
     for d in [
         [2048, 2048, 2048],
@@ -508,7 +511,7 @@ fn mage_009_at_hidden_sizes() {
 /// product between three copies), on both tile heights.
 #[test]
 fn mage_010_is_mage_009_padded_to_the_bit() {
-    for d in [[64, 128, 32], [37, 29, 33], [130, 131, 97], [65, 260, 200], [1, 1, 1], [300, 257, 64]] {
+    for d in [[64, 128, 32], [37, 29, 33], [130, 131, 97], [65, 260, 200], [1, 1, 1], [300, 257, 64], [64, 128, 33]] {
         let plan = (mage_010::STAGE.plan)(&d);
         let aligned = d[1] % 4 == 0 && d[2] % 4 == 0;
         assert_eq!(plan.launches.len(), if aligned { 1 } else { 4 }, "{d:?}");
