@@ -39,22 +39,30 @@
 //! the thresholds for k < 64 are carried over from them.) Below 32 tiles
 //! mage-009 has not been judged against mage-001.
 //!
-//! Where `k` or `n` is not a multiple of 4 and the product takes tiles of
-//! 128 rows, mage-010 runs mage-009's product on copies padded to 16-byte
-//! rows instead of mage-009's 4-byte copies. With 64-row tiles the gain of
-//! the 16-byte copies is about what the three copies around the product
-//! cost. `results/pad-1`, with mage-010's first copies (one element per
-//! thread); 1000x1037x999 and 2047³ take 128-row tiles, 1000x1000x999 and
-//! 1023³ 64-row ones:
+//! Where `k` or `n` is not a multiple of 4, mage-010 runs mage-009's product
+//! on copies padded to 16-byte rows instead of mage-009's 4-byte copies. Its
+//! first copies (one element per thread) paid only where the product takes
+//! 128-row tiles (`results/pad-1`: 1000x1037x999 and 2047³; 1000x1000x999
+//! and 1023³ take 64-row ones), and `current` took it only there in the
+//! session that judged its copies by quads (`results/mage-012`, where
+//! `current` still runs mage-009 at the 64-row shapes); there it was
+//! judged FASTER at all four, so it now takes every such shape:
 //!
-//! <!-- mage:table verdicts results/pad-1/comparison.json a=mage-010 -->
+//! <!-- mage:table verdicts results/mage-012/comparison.json a=mage-010 ops=matmul -->
 //! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
 //! |---|---|---|---|---|---|---|---|
-//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.999, 1.003] | SAME |
-//! | matmul | 1000x1037x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.871 [0.870, 0.873] | FASTER |
-//! | matmul | 1000x1000x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.979 [0.978, 0.980] | FASTER |
-//! | matmul | 1023x1023x1023 | hot | kernel time | rust mage-010 | rust mage-009 | 1.022 [1.021, 1.024] | SLOWER |
-//! | matmul | 2047x2047x2047 | hot | kernel time | rust mage-010 | rust mage-009 | 0.959 [0.956, 0.960] | FASTER |
+//! | matmul | 1024x1024x1024 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.999, 1.004] | SAME |
+//! | matmul | 256x256x256 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [1.000, 1.000] | SAME |
+//! | matmul | 512x512x512 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.998, 1.002] | SAME |
+//! | matmul | 2048x2048x2048 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.997, 1.001] | SAME |
+//! | matmul | 4096x4096x4096 | hot | kernel time | rust mage-010 | rust mage-009 | 0.999 [0.956, 1.007] | SAME |
+//! | matmul | 1000x1037x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.839 [0.837, 0.840] | FASTER |
+//! | matmul | 4096x4096x1024 | hot | kernel time | rust mage-010 | rust mage-009 | 1.001 [0.996, 1.010] | SAME |
+//! | matmul | 1024x1024x1 | hot | kernel time | rust mage-010 | rust mage-009 | 1.881 [1.871, 1.890] | SLOWER |
+//! | matmul | 1024x1024x8192 | hot | kernel time | rust mage-010 | rust mage-009 | 1.000 [0.999, 1.001] | SAME |
+//! | matmul | 1000x1000x999 | hot | kernel time | rust mage-010 | rust mage-009 | 0.890 [0.890, 0.894] | FASTER |
+//! | matmul | 1023x1023x1023 | hot | kernel time | rust mage-010 | rust mage-009 | 0.971 [0.968, 0.972] | FASTER |
+//! | matmul | 2047x2047x2047 | hot | kernel time | rust mage-010 | rust mage-009 | 0.891 [0.890, 0.893] | FASTER |
 //! <!-- /mage:table -->
 //!
 //! mage-006 takes any `m, n, k >= 1` (guarded, zero-filled tails), with its
@@ -83,11 +91,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     if tiles < MIN_TILES_FOR_MAGE_006 {
         &crate::mage_001::STAGE
     } else if d[2] >= MIN_K_FOR_3XTF32 {
-        if crate::vector_rows(d) || crate::tf32x3::tile_rows(&crate::mage_010::padded(d)) < 128 {
-            &crate::mage_009::STAGE
-        } else {
-            &crate::mage_010::STAGE
-        }
+        if crate::vector_rows(d) { &crate::mage_009::STAGE } else { &crate::mage_010::STAGE }
     } else if big_tiles < MIN_TILES_FOR_MAGE_007 {
         &crate::mage_006::STAGE
     } else {
@@ -97,7 +101,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-001 below 32 tiles of 64x64; else from k = 64 3xTF32: mage-010 (padded rows) where k or n is not a multiple of 4 and the product takes 128-row tiles, mage-009 elsewhere; below k = 64, mage-006 under 72 tiles of 128x128 and mage-007 from there",
+    summary: "mage-001 below 32 tiles of 64x64; else from k = 64 3xTF32: mage-009 where k and n are multiples of 4, mage-010 (padded rows) elsewhere; below k = 64, mage-006 under 72 tiles of 128x128 and mage-007 from there",
     reads: &[],
     choose: |d, _| choose(d),
 };
