@@ -92,12 +92,16 @@ def matmul(a, b, out):
     _matmul_kernel[grid](*args, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PRECISION="ieee", num_warps=4, num_stages=3)
 
 
-def matmul_tuned(a, b, out):
-    """The autotuned variant; the first call at a shape runs the tuning."""
+def _autotuned(kernel, a, b, out, precision):
     args = _matmul_args(a, b, out)
     M, N = args[3], args[4]
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    _matmul_tuned_kernel[grid](*args, PRECISION="ieee")
+    kernel[grid](*args, PRECISION=precision)
+
+
+def matmul_tuned(a, b, out):
+    """The autotuned variant; the first call at a shape runs the tuning."""
+    _autotuned(_matmul_tuned_kernel, a, b, out, "ieee")
 
 
 #: Tensor-core tiles for the 3xTF32 variant (`input_precision="tf32x3"`:
@@ -116,10 +120,7 @@ _matmul_tf32x3_kernel = triton.autotune(configs=TF32X3_CONFIGS, key=["M", "N", "
 
 def matmul_tf32x3(a, b, out):
     """3xTF32 on the tensor cores, autotuned at the shape on its first call."""
-    args = _matmul_args(a, b, out)
-    M, N = args[3], args[4]
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
-    _matmul_tf32x3_kernel[grid](*args, PRECISION="tf32x3")
+    _autotuned(_matmul_tf32x3_kernel, a, b, out, "tf32x3")
 
 
 def _best_config(kernel):
