@@ -118,7 +118,29 @@ pub fn run() -> Result<(), String> {
         Ok(s) => r.line(Status::Ok, "PTX", format!("built in: {}", s.join(", "))),
         Err(e) => r.line(Status::Missing, "PTX", e),
     }
-    match mage_runtime::gpu::Gpu::open() {
+    // Each op's PTX target: an `a` target (sm_90a, for wgmma) loads only on
+    // GPUs of exactly that compute capability.
+    let targets: Vec<(&str, String)> = crate::ops::all()
+        .iter()
+        .filter_map(|op| Some((op.name, mage_common::tools::ptx_target(crate::ops::ptx(op.package).ok()?)?.to_string())))
+        .collect();
+    let specific: Vec<String> =
+        targets.iter().filter(|(_, t)| t.ends_with('a')).map(|(op, t)| format!("{op} ({t}: Hopper, H100 and H200, only)")).collect();
+    let gpu = mage_runtime::gpu::Gpu::open();
+    if let Ok(g) = &gpu {
+        let (major, minor) = g.info().compute_capability;
+        let here = format!("sm_{major}{minor}");
+        let fails: Vec<&str> =
+            targets.iter().filter(|(_, t)| t.ends_with('a') && t.trim_end_matches('a') != here).map(|(op, _)| *op).collect();
+        if fails.is_empty() {
+            r.line(Status::Ok, "targets", format!("every op's PTX loads on this {here} GPU; {}", specific.join(", ")));
+        } else {
+            r.line(Status::NotHere, "targets", format!("{} will not load on this {here} GPU: {}", fails.join(", "), specific.join(", ")));
+        }
+    } else {
+        r.line(Status::NotHere, "targets", format!("needs a CUDA device; built for a single GPU family: {}", specific.join(", ")));
+    }
+    match gpu {
         Ok(gpu) => {
             let info = gpu.info();
             r.line(Status::Ok, "CUDA driver", format!("{} (PTX ISA up to {})", info.driver_version, ptx_isa(&info.driver_version)));
