@@ -16,13 +16,14 @@
 //! Kinds: `sweep PATH` (shapes × stages, GPU kernel µs, the fastest bold,
 //! and the stage `current` picks), `stage PATH stage=S` (one stage at every
 //! shape: kernel and span µs), `compare PATH` (workloads × implementations,
-//! kernel µs, the fastest within the op's contract bold), `verdicts PATH` (the A-B-B-A verdicts with their
-//! instrument), `errors PATH` (workloads × implementations: the error of
-//! each output against the f64 reference). Options: `stages=a,b` (for
-//! `compare` and `errors`: stages shown beside `current`),
-//! `shapes=4096x768,8192x768`, `ops=layernorm,gelu`, `impls=torch,triton`
-//! (for `errors`: only these of the other implementations), `a=mage-009` (for
-//! `verdicts`: only those whose A is that stage), `mode=cold` (for
+//! kernel µs, the fastest within the op's contract bold), `verdicts PATH`
+//! (the A-B-B-A verdicts with their instrument), `errors PATH` (workloads ×
+//! implementations: the error of each output against the f64 reference).
+//! Options: `stages=a,b` (for `compare` and `errors`: stages shown beside
+//! `current`), `shapes=4096x768,8192x768`, `ops=layernorm,gelu`,
+//! `impls=torch,triton` (for `compare` and `errors`: only these of the other
+//! implementations), `a=mage-009` (for `verdicts`: only those whose A is
+//! that stage), `mode=cold` (for
 //! `compare`: cold spans against a cold copy instead of hot kernel time,
 //! nothing bold: a span does not decide which kernel is faster).
 //!
@@ -77,6 +78,19 @@ fn parse_request(text: &str) -> Result<Request, String> {
 
 fn list(options: &BTreeMap<String, String>, key: &str) -> Option<Vec<String>> {
     options.get(key).map(|v| v.split(',').map(str::to_string).collect())
+}
+
+/// Whether a comparison's result row is asked for: its op (`ops=`), its
+/// workload (`shapes=`), and for a Mage stage `current` or one of
+/// `stages=`, for another implementation one of `impls=` (all if absent).
+fn selected(r: &Request, row: &Value) -> bool {
+    let has = |key: &str, v: &str| list(&r.options, key).is_none_or(|l| l.iter().any(|x| x == v));
+    let name = row["implementation"].as_str().unwrap_or("?");
+    let shown = match name.strip_prefix("rust ") {
+        Some(stage) => stage == "current" || list(&r.options, "stages").is_some_and(|l| l.iter().any(|s| s == stage)),
+        None => has("impls", name),
+    };
+    shown && has("ops", row["op"].as_str().unwrap_or("?")) && has("shapes", &workload_label(row))
 }
 
 fn us(v: &Value) -> Option<f64> {
@@ -181,28 +195,16 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
         Some("cold") => true,
         Some(m) => return Err(format!("mode `{m}`: hot or cold")),
     };
-    let shapes = list(&r.options, "shapes");
-    let ops = list(&r.options, "ops");
-    let extra_stages = list(&r.options, "stages").unwrap_or_default();
     let mut impls: Vec<String> = vec![];
     let mut workloads: Vec<(String, String)> = vec![];
     let mut cell: BTreeMap<(String, String, String), (f64, f64)> = BTreeMap::new();
     let mut current: BTreeMap<(String, String), String> = BTreeMap::new();
     // Outside the op's FP32 contract (a TF32 product): shown, never bold.
     let mut outside: std::collections::BTreeSet<String> = Default::default();
-    for row in results {
+    for row in results.iter().filter(|row| selected(r, row)) {
         let op = row["op"].as_str().unwrap_or("?").to_string();
-        if ops.as_ref().is_some_and(|o| !o.contains(&op)) {
-            continue;
-        }
         let name = row["implementation"].as_str().unwrap_or("?").to_string();
-        if name.starts_with("rust ") && name != "rust current" && !extra_stages.iter().any(|s| name == format!("rust {s}")) {
-            continue;
-        }
         let w = (op.clone(), workload_label(row));
-        if shapes.as_ref().is_some_and(|s| !s.contains(&w.1)) {
-            continue;
-        }
         if !workloads.contains(&w) {
             workloads.push(w.clone());
         }
@@ -281,25 +283,12 @@ fn render_compare(e: &Value, r: &Request) -> Result<Vec<String>, String> {
 /// (the check before timing): max abs, max abs over max |ref|, and
 /// Frobenius-relative, with the tolerance it was checked under.
 fn render_errors(e: &Value, r: &Request) -> Result<Vec<String>, String> {
-    let ops = list(&r.options, "ops");
-    let shapes = list(&r.options, "shapes");
-    let extra_stages = list(&r.options, "stages").unwrap_or_default();
-    let impls = list(&r.options, "impls");
     let sci = |v: &Value| v.as_f64().map_or("–".to_string(), |x| format!("{x:.2e}"));
     let rows: Vec<Vec<String>> = e["results"]
         .as_array()
         .ok_or("a comparison has `results`")?
         .iter()
-        .filter(|row| ops.as_ref().is_none_or(|o| o.iter().any(|x| Some(x.as_str()) == row["op"].as_str())))
-        .filter(|row| shapes.as_ref().is_none_or(|s| s.contains(&workload_label(row))))
-        .filter(|row| {
-            let name = row["implementation"].as_str().unwrap_or("?");
-            if name.starts_with("rust ") {
-                name == "rust current" || extra_stages.iter().any(|s| name == format!("rust {s}"))
-            } else {
-                impls.as_ref().is_none_or(|i| i.iter().any(|x| x == name))
-            }
-        })
+        .filter(|row| selected(r, row))
         .map(|row| {
             let c = &row["correct_before"];
             let name = match (row["implementation"].as_str(), row["info"]["stage_run"].as_str()) {
@@ -538,6 +527,13 @@ mod tests {
             "results": [{"op": "gelu", "dims": [2, 3], "implementation": "rust current", "info": {"stage_run": "mage-002"},
                 "error": null, "correct_after": {"passed": true}, "hot": {"kernel_us": 2.0}, "cold": {"span": {"median_us": 5.0}}}]});
         let rows = render_compare(&e, &parse_request("compare x.json mode=cold").unwrap()).unwrap();
+        assert_eq!(rows[0], "| op | workload | Mage current | cold copy | Mage / cold copy |");
+        assert_eq!(rows[2], "| gelu | 2x3 | 5.00 mage-002 | 4.00 | 1.25 |", "spans: no winner in bold");
+        assert!(render_compare(&e, &parse_request("compare x.json mode=warm").unwrap()).is_err());
+    }
+
+    #[test]
+    fn an_implementation_outside_the_contract_is_never_bold() {
         let tf32 = json!({"results": [
             {"op": "matmul", "dims": [2, 3, 4], "implementation": "torch", "info": {}, "error": null,
              "correct_after": {"passed": true}, "hot": {"kernel_us": 9.0}},
@@ -545,8 +541,5 @@ mod tests {
              "correct_after": {"passed": true}, "hot": {"kernel_us": 3.0}}]});
         let r = render_compare(&tf32, &parse_request("compare x.json").unwrap()).unwrap();
         assert_eq!(r[2], "| matmul | 2x3x4 | **9.00** | 3.00 |", "outside the contract, never bold");
-        assert_eq!(rows[0], "| op | workload | Mage current | cold copy | Mage / cold copy |");
-        assert_eq!(rows[2], "| gelu | 2x3 | 5.00 mage-002 | 4.00 | 1.25 |", "spans: no winner in bold");
-        assert!(render_compare(&e, &parse_request("compare x.json mode=warm").unwrap()).is_err());
     }
 }
