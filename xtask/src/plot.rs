@@ -84,6 +84,12 @@ fn panel(area: &Area, title: &str, unit: &str, bars: &[Bar]) -> Result<(), Strin
     Ok(())
 }
 
+/// The spans a comparison's figure draws: its cold ones in a cold-only
+/// session (which takes no hot spans), else the hot ones.
+fn span_mode(e: &Value) -> &'static str {
+    if e["mode"].as_str() == Some("cold") { "cold" } else { "hot" }
+}
+
 /// Checks the evidence before anything is drawn.
 pub fn validate(e: &Value) -> Result<(), String> {
     let mut problems = vec![];
@@ -101,9 +107,8 @@ pub fn validate(e: &Value) -> Result<(), String> {
                 problems.push(format!("{name}: timed but {check} did not pass"));
             }
         }
-        let samples = r["hot"]["span"]["samples_us"].as_array().map_or(0, |s| s.len());
-        // A cold-only session takes its spans cold; its hot block holds kernel time alone.
-        if e["mode"].as_str() != Some("cold") && samples != SPAN_SAMPLES {
+        let samples = r[span_mode(e)]["span"]["samples_us"].as_array().map_or(0, |s| s.len());
+        if samples != SPAN_SAMPLES {
             problems.push(format!("{name}: {samples} span samples, not {SPAN_SAMPLES}"));
         }
     }
@@ -234,11 +239,10 @@ pub fn plot(namespace: &str) -> Result<(), String> {
     })?;
     written.push(kernel);
     let span = dir.join("span.svg");
-    // A cold-only session's spans are cold (L2 evicted before each sample); otherwise the hot ones are drawn.
-    let (mode, title) = if e["mode"].as_str() == Some("cold") {
-        ("cold", "CUDA-event span around one call, L2 evicted before each sample: median; whisker = range of the round medians")
-    } else {
-        ("hot", "CUDA-event span around one call: median of 300 samples; whisker = range of the 3 round medians")
+    let mode = span_mode(&e);
+    let title = match mode {
+        "cold" => "CUDA-event span around one call, L2 evicted before each sample: median of 300; whisker = range of the round medians",
+        _ => "CUDA-event span around one call: median of 300 samples; whisker = range of the 3 round medians",
     };
     by_op(&e, &span, title, |r| {
         let block = &r[mode]["span"];
@@ -300,6 +304,23 @@ mod tests {
         assert!(e.contains("299 span samples"), "{e}");
         let e = validate(&evidence(SPAN_SAMPLES, false)).unwrap_err();
         assert!(e.contains("correct_before did not pass"), "{e}");
+    }
+
+    #[test]
+    fn a_cold_only_session_is_checked_on_its_cold_spans() {
+        let cold = |samples: usize| {
+            let mut e = evidence(SPAN_SAMPLES, true);
+            e["mode"] = json!("cold");
+            for r in e["results"].as_array_mut().unwrap() {
+                if !r["hot"].is_null() {
+                    r["cold"] = json!({"span": {"samples_us": vec![1.0; samples]}});
+                    r["hot"]["span"] = Value::Null;
+                }
+            }
+            e
+        };
+        assert!(validate(&cold(SPAN_SAMPLES)).is_ok());
+        assert!(validate(&cold(299)).unwrap_err().contains("299 span samples"));
     }
 
     #[test]
