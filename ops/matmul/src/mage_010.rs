@@ -88,7 +88,7 @@ pub fn plan(d: &[u32]) -> mage_common::op::Plan {
     let rows = tile_rows(&p);
     let kernel = if rows == 128 { &matmul_3xtf32_aligned_m128::KERNEL } else { &matmul_3xtf32_aligned_m64::KERNEL };
     let mut product = crate::tiled_launch(&p, kernel, rows, BN, THREADS, shared_bytes(rows));
-    if p[..] == d[..] {
+    if crate::vector_rows(d) {
         return product;
     }
     let (m, n, k, n4, k4) = (d[0], d[1], d[2], p[1], p[2]);
