@@ -36,6 +36,8 @@ pub mod numeric;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod op;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod scale;
+#[cfg(not(target_arch = "nvptx64"))]
 pub mod space;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tools;

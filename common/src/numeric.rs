@@ -36,26 +36,143 @@ pub const EX2_APPROX_REL: f64 = 2.5e-7;
 /// contract is reported by the contract test, not by every stage.
 pub const CONTRACTION_ULP: f64 = f32::EPSILON as f64 / 2.0;
 
-/// Pass if `|out - ref| <= abs + rel * |ref|` for every element.
+/// Pass if `|out - ref| <= abs + rel·|ref| + of_magnitude·m` for every
+/// element, where `m` is the element's magnitude in the [`Reference`]: for
+/// a sum of products, `Σ |terms|` of that element, computed from the inputs
+/// beside the reference. A bound scaled by `m` follows the data: inputs
+/// scaled by `s` scale the allowance by `s²` (for a product of two), so the
+/// same check holds at 1e-6 and at 1e15, and an output of zeros fails
+/// wherever the reference is not zero.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tolerance {
     pub abs: f64,
     pub rel: f64,
+    /// Allowance per unit of the element's magnitude.
+    #[serde(default)]
+    pub of_magnitude: f64,
 }
 
+/// The smallest normal f32, `2^-126`: the allowance ops add for results
+/// whose terms fall below FP32's normal range, where the GPU may flush
+/// them to zero (`.ftz` instructions, tensor cores) and every bound
+/// relative to the data stops holding.
+pub const FLUSHED: f64 = f32::MIN_POSITIVE as f64;
+
 impl Tolerance {
+    /// `|out - ref| <= abs + rel·|ref|`.
     pub const fn new(abs: f64, rel: f64) -> Self {
-        Tolerance { abs, rel }
+        Tolerance { abs, rel, of_magnitude: 0.0 }
     }
-    pub fn allows(&self, got: f32, want: f64) -> bool {
-        got.is_finite() == want.is_finite() && (got as f64 - want).abs() <= self.abs + self.rel * want.abs()
+    /// `|out - ref| <= abs + of_magnitude·m`, `m` the element's magnitude.
+    pub const fn of_magnitude(abs: f64, of_magnitude: f64) -> Self {
+        Tolerance { abs, rel: 0.0, of_magnitude }
+    }
+    /// What an element of reference `want` and magnitude `magnitude` may be off by.
+    pub fn allowance(&self, want: f64, magnitude: f64) -> f64 {
+        self.abs + self.rel * want.abs() + self.of_magnitude * magnitude
+    }
+    pub fn allows(&self, got: f32, want: f64, magnitude: f64) -> bool {
+        got.is_finite() == want.is_finite() && (got as f64 - want).abs() <= self.allowance(want, magnitude)
     }
 }
 
 impl std::fmt::Display for Tolerance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "|out - ref| <= {:e} + {:e}·|ref|", self.abs, self.rel)
+        write!(f, "|out - ref| <= {:e}", self.abs)?;
+        if self.rel != 0.0 || self.of_magnitude == 0.0 {
+            write!(f, " + {:e}·|ref|", self.rel)?;
+        }
+        if self.of_magnitude != 0.0 {
+            write!(f, " + {:e}·m", self.of_magnitude)?;
+        }
+        Ok(())
     }
+}
+
+/// An op's f64 reference for one call: each output element's value and,
+/// for ops whose tolerance is scaled by it, its magnitude (for a sum of
+/// products, `Σ |terms|`), computed in the same pass. `magnitudes` is
+/// empty where the tolerance uses none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reference {
+    pub values: Vec<f64>,
+    pub magnitudes: Vec<f64>,
+}
+
+impl Reference {
+    /// A reference without magnitudes.
+    pub fn plain(values: Vec<f64>) -> Reference {
+        Reference { values, magnitudes: vec![] }
+    }
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+    /// Element `i`'s magnitude (0 where there are none).
+    pub fn magnitude(&self, i: usize) -> f64 {
+        self.magnitudes.get(i).copied().unwrap_or(0.0)
+    }
+    /// The same magnitudes with other values: an independent output (an
+    /// `expected.bin`) held to the bound of the same inputs.
+    pub fn with_values(&self, values: Vec<f64>) -> Reference {
+        assert_eq!(values.len(), self.values.len(), "the values and the reference differ in length");
+        Reference { values, magnitudes: self.magnitudes.clone() }
+    }
+    /// Appends another block of rows (the reference split over threads).
+    pub fn extend(&mut self, other: Reference) {
+        self.values.extend(other.values);
+        self.magnitudes.extend(other.magnitudes);
+    }
+    /// A refusal where an element's magnitude passes FP32's range: the
+    /// exact result or a partial sum may not be representable, so no FP32
+    /// kernel can be held to a bound there. `what` names the inputs.
+    pub fn check_fp32_range(&self, what: &str, shape: &[usize]) -> Result<(), String> {
+        let limit = f32::MAX as f64;
+        let over = self.values.iter().map(|v| v.abs()).chain(self.magnitudes.iter().copied()).position(|m| m > limit);
+        match over {
+            None => Ok(()),
+            Some(j) => {
+                let i = j % self.values.len().max(1);
+                Err(format!(
+                    "{what}: output {:?} sums terms of magnitude {:.3e}, beyond FP32's range ({limit:.3e}); scale the inputs down",
+                    unravel(i, shape),
+                    self.magnitude(i).max(self.values[i].abs())
+                ))
+            }
+        }
+    }
+}
+
+/// The unit roundoff of FP32 round-to-nearest, 2^-24.
+pub const U: f64 = f32::EPSILON as f64 / 2.0;
+
+/// `γ_n = n e / (1 - n e)` for an error of at most `e` per operation, with
+/// `n e` capped at 1/2 (which only matters past n ≈ 2^23 at `e = u`).
+pub fn gamma(n: u64, e: f64) -> f64 {
+    let ne = (n as f64 * e).min(0.5);
+    ne / (1.0 - ne)
+}
+
+/// The tolerance of an output that is a sum of at most `terms` products,
+/// each formed and added in FP32 with one rounding per operation, in any
+/// order: `|out - ref| <= terms·2^-126 + γ_(terms+2)·m`, `m = Σ |terms|`.
+///
+/// Why it is sound: a sum of `n` numbers in floating point, in any order
+/// (a chain, a tree, partial sums added later), satisfies `|ŝ - s| <=
+/// γ_(n-1) Σ |x_i|` (Higham, *Accuracy and Stability of Numerical
+/// Algorithms*, §4.2), and forming each product by a rounded multiply (or
+/// in the same rounding, by `fma`) adds one more `u` per term: `γ_n Σ |a_p
+/// b_p|`. One more `u` covers an `expected.bin` rounded to f32, and the f64
+/// reference's own error (`γ_n` at 2^-53) hides under the cap's slack. The
+/// bound is the worst case over every rounding, for every input: nothing
+/// in it depends on how the inputs were drawn. It stops holding only where
+/// products fall below FP32's normal range (subnormal, or flushed to zero
+/// by the GPU), which the `terms·2^-126` allows for, and where `m` passes
+/// FP32's range ([`Reference::check_fp32_range`] refuses those inputs).
+pub fn sum_of_products(terms: u64) -> Tolerance {
+    Tolerance::of_magnitude(terms as f64 * FLUSHED, gamma(terms + 2, U))
 }
 
 /// How an output compares with its reference.
@@ -70,6 +187,10 @@ pub struct Comparison {
     /// The element with the largest error relative to its allowance:
     /// (index, got, want).
     pub worst: Option<(usize, f32, f64)>,
+    /// That element's error over its allowance (1 at the edge of the
+    /// tolerance; infinite for NaN).
+    #[serde(default)]
+    pub worst_ratio: f64,
     pub tolerance: Tolerance,
 }
 
@@ -103,15 +224,29 @@ pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
 }
 
 /// Compares `out` with `reference` under `tol`.
-pub fn compare(out: &[f32], reference: &[f64], tol: Tolerance) -> Comparison {
+pub fn compare(out: &[f32], reference: &Reference, tol: Tolerance) -> Comparison {
     assert_eq!(out.len(), reference.len(), "output and reference lengths differ");
+    assert!(
+        reference.magnitudes.is_empty() || reference.magnitudes.len() == reference.len(),
+        "a reference has a magnitude for every element or none"
+    );
     let (mut failures, mut max_abs, mut err2, mut ref2) = (0usize, 0f64, 0f64, 0f64);
     let mut worst: Option<(usize, f32, f64)> = None;
     let mut worst_ratio = -1.0f64;
-    for (i, (&got, &want)) in out.iter().zip(reference).enumerate() {
+    for (i, (&got, &want)) in out.iter().zip(&reference.values).enumerate() {
+        let magnitude = reference.magnitude(i);
         let err = (got as f64 - want).abs();
-        let ratio = if got.is_nan() || !err.is_finite() { f64::INFINITY } else { err / (tol.abs + tol.rel * want.abs()) };
-        if !tol.allows(got, want) {
+        let allowance = tol.allowance(want, magnitude);
+        let ratio = if got.is_nan() || !err.is_finite() {
+            f64::INFINITY
+        } else if allowance > 0.0 {
+            err / allowance
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::MAX
+        };
+        if !tol.allows(got, want, magnitude) {
             failures += 1;
         }
         if ratio > worst_ratio {
@@ -123,7 +258,7 @@ pub fn compare(out: &[f32], reference: &[f64], tol: Tolerance) -> Comparison {
         ref2 += want * want;
     }
     let rel_l2_err = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };
-    Comparison { elements: out.len(), failures, max_abs_err: max_abs, rel_l2_err, worst, tolerance: tol }
+    Comparison { elements: out.len(), failures, max_abs_err: max_abs, rel_l2_err, worst, worst_ratio: worst_ratio.max(0.0), tolerance: tol }
 }
 
 /// How many elements of `a` and `b` differ in their bits: the check for
@@ -158,7 +293,7 @@ mod tests {
     #[test]
     fn nan_and_unwritten_poison_fail() {
         let tol = Tolerance::new(1e-4, 1e-4);
-        let c = compare(&[1.0, f32::NAN], &[1.0, 0.0], tol);
+        let c = compare(&[1.0, f32::NAN], &Reference::plain(vec![1.0, 0.0]), tol);
         assert_eq!(c.failures, 1);
         assert_eq!(c.worst.unwrap().0, 1);
         assert!(!c.passed());
@@ -167,13 +302,36 @@ mod tests {
     #[test]
     fn tolerance_scales_with_reference() {
         let tol = Tolerance::new(1e-4, 1e-4);
-        assert!(tol.allows(1000.05, 1000.0));
-        assert!(!tol.allows(1000.2, 1000.0));
-        assert!(tol.allows(0.0, 5e-5));
+        assert!(tol.allows(1000.05, 1000.0, 0.0));
+        assert!(!tol.allows(1000.2, 1000.0, 0.0));
+        assert!(tol.allows(0.0, 5e-5, 0.0));
     }
 
     #[test]
     fn an_empty_output_does_not_pass() {
-        assert!(!compare(&[], &[], Tolerance::new(1.0, 1.0)).passed());
+        assert!(!compare(&[], &Reference::default(), Tolerance::new(1.0, 1.0)).passed());
+    }
+
+    #[test]
+    fn a_magnitude_bound_scales_with_the_data_and_fails_zeros() {
+        let tol = Tolerance::of_magnitude(0.0, 1e-6);
+        for scale in [1e-6, 1.0, 1e15] {
+            let reference = Reference { values: vec![3.0 * scale, -2.0 * scale], magnitudes: vec![5.0 * scale, 4.0 * scale] };
+            let close = [(3.0 * scale * (1.0 + 1e-7)) as f32, (-2.0 * scale) as f32];
+            assert!(compare(&close, &reference, tol).passed(), "{scale}");
+            assert_eq!(compare(&[0.0, 0.0], &reference, tol).failures, 2, "{scale}");
+        }
+        // A zero magnitude allows nothing: exact zeros pass, anything else fails.
+        let exact = Reference { values: vec![0.0], magnitudes: vec![0.0] };
+        assert!(compare(&[0.0], &exact, tol).passed());
+        assert!(!compare(&[1e-30], &exact, tol).passed());
+    }
+
+    #[test]
+    fn a_magnitude_beyond_fp32_is_a_range_error() {
+        let r = Reference { values: vec![1.0, 2.0], magnitudes: vec![1.0, 1e39] };
+        let e = r.check_fp32_range("case c", &[2]).unwrap_err();
+        assert!(e.contains("output [1]") && e.contains("beyond FP32's range"), "{e}");
+        assert!(Reference { values: vec![1.0], magnitudes: vec![3e38] }.check_fp32_range("c", &[1]).is_ok());
     }
 }

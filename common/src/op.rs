@@ -12,7 +12,7 @@
 use crate::emu::{self, Region};
 use crate::kernel::{ArgValue, Kernel};
 use crate::kernel::{Dim3, LaunchConfig};
-use crate::numeric::Tolerance;
+use crate::numeric::{Reference, Tolerance};
 
 /// Element type of a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -293,11 +293,17 @@ pub struct Op {
     pub constants: &'static [(&'static str, f64)],
     /// Op-specific checks of the input contents (the CSR of a graph, say).
     pub check_inputs: fn(&[u32], &[HostBuf]) -> Result<(), String>,
+    /// Refuses finite inputs whose intermediate values no FP32 kernel can
+    /// hold (LayerNorm's squared deviations), naming the input; see
+    /// [`Op::check_range`].
+    pub check_range: fn(&[u32], &[HostBuf]) -> Result<(), String>,
     /// Deterministic input generators; the first is the default.
     pub generators: &'static [Generator],
-    /// The f64 CPU reference.
-    pub reference: fn(&[u32], &[HostBuf]) -> Vec<f64>,
-    /// The allowance for an output against the reference, for these inputs.
+    /// The f64 CPU reference, with each element's magnitude where the
+    /// tolerance is scaled by it.
+    pub reference: fn(&[u32], &[HostBuf]) -> Reference,
+    /// The allowance for an output against the reference, for these inputs
+    /// (scaled, element by element, by the reference's magnitudes).
     pub tolerance: fn(&[u32], &[HostBuf]) -> Tolerance,
     /// Fewest bytes one call must move through device memory, and its flops.
     pub cost: fn(&[u32]) -> (u64, u64),
@@ -476,7 +482,7 @@ impl Op {
     /// The f64 reference on every core (fewer where the copies of the inputs
     /// would pass 1 GiB), each thread computing a block of rows; the op's
     /// reference as it is where the rows cannot be split.
-    pub fn reference_on_all_cores(&self, dims: &[u32], inputs: &[HostBuf]) -> Vec<f64> {
+    pub fn reference_on_all_cores(&self, dims: &[u32], inputs: &[HostBuf]) -> Reference {
         let threads = self.reference_threads(dims);
         if threads < 2 {
             return (self.reference)(dims, inputs);
@@ -501,7 +507,11 @@ impl Op {
                     })
                 })
                 .collect();
-            parts.into_iter().flat_map(|p| p.join().expect("a reference thread panicked")).collect()
+            let mut all = Reference::default();
+            for p in parts {
+                all.extend(p.join().expect("a reference thread panicked"));
+            }
+            all
         })
     }
 
@@ -630,6 +640,18 @@ impl Op {
             }
         }
         Ok(())
+    }
+}
+
+impl Op {
+    /// Refuses finite inputs outside what the op computes in FP32: the
+    /// op's own range check, then any output whose magnitude (or value)
+    /// passes FP32's range ([`Reference::check_fp32_range`]). Called after
+    /// [`Op::check_finite`], with the reference of these inputs: the error
+    /// blames the input's range, not a stage.
+    pub fn check_range(&self, dims: &[u32], inputs: &[HostBuf], reference: &Reference) -> Result<(), String> {
+        (self.check_range)(dims, inputs)?;
+        reference.check_fp32_range("the inputs are out of FP32's range", &self.output_shape(dims))
     }
 }
 

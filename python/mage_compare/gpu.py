@@ -35,7 +35,7 @@ from .manifest import Manifest, OpSpec
 from .numeric import compare_arrays
 from .ops import BUILTIN_IMPLS, OUTSIDE_CONTRACT, dims_label, rust_name
 from .profparse import counter_diff, counter_snapshot, kernel_events, kernel_summary, split_calls
-from .reference import build_reference, neighbor_dst, u32_to_int64
+from .reference import build_reference, neighbor_dst, torch_magnitude, u32_to_int64
 from .stats import median
 
 CONTROL_BYTES = 256 << 20
@@ -54,9 +54,8 @@ class OpState:
     tensors: list  # device tensors, one per input, in the op's order, shaped
     views: dict  # the same by role name (+ derived int64 tensors for neighbor)
     ref: Any  # float64 reference on the device
+    mag: Any  # float64 magnitude of each element on the device (None where the tolerance uses none)
     output_shape: list[int]
-    tol_abs: float
-    tol_rel: float
     sha256: dict
     tolerance: dict
     current_picks: str | None  # from the manifest: the stage `current` picks for these inputs
@@ -255,10 +254,12 @@ class TorchBackend:
         views = _views(spec.op, [i["role"] for i in info["inputs"]], tensors, list(spec.dims))
         output_shape = mage.output_shape(spec.op, list(spec.dims))
         ref, ref_info = build_reference(spec, views, output_shape, self.golden_dir, self.use_golden)
-        tol_abs, tol_rel = case.tolerance()
+        mag = torch_magnitude(spec.op, list(spec.dims), views)
+        tol = dict(case.tolerance())
         nbytes, flops = mage.cost(spec.op, list(spec.dims))
-        return OpState(spec, tensors, views, ref.reshape(output_shape), output_shape, tol_abs, tol_rel, case.sha256,
-                       {"abs": tol_abs, "rel": tol_rel, "source": "the op's tolerance for these inputs (Rust registry)"},
+        return OpState(spec, tensors, views, ref.reshape(output_shape), None if mag is None else mag.reshape(output_shape),
+                       output_shape, case.sha256,
+                       {**tol, "source": "the op's tolerance for these inputs (Rust registry)"},
                        spec.current_picks, ref_info, {"bytes": nbytes, "flops": flops}, case)
 
     def implementations(self, state: OpState) -> list:
@@ -308,8 +309,8 @@ class TorchBackend:
         out = impl.result()
         if out.dtype != torch.float32 or list(out.shape) != list(state.output_shape):
             raise ValueError(f"the output is {out.dtype} {list(out.shape)}; expected float32 {state.output_shape}")
-        tol_abs, tol_rel = getattr(impl, "tolerance", None) or (state.tol_abs, state.tol_rel)
-        block = compare_arrays(out, state.ref, tol_abs, tol_rel)
+        tol = getattr(impl, "tolerance", None) or state.tolerance
+        block = compare_arrays(out, state.ref, tol["abs"], tol["rel"], state.mag, tol.get("of_magnitude", 0.0))
         block["poison"] = poison
         return block
 

@@ -1,4 +1,7 @@
-"""The correctness check: |out - ref| <= abs + rel*|ref| elementwise.
+"""The correctness check: |out - ref| <= abs + rel*|ref| + of_magnitude*m
+elementwise, `m` each element's magnitude (for a sum of products, the sum
+of its terms' absolute values; the Rust registry's `Reference`), so that
+the allowance follows the data: the same rule as `mage_common::numeric`.
 
 :func:`compare_arrays` works on torch tensors and numpy arrays alike (it
 only uses operators both share) and is what the GPU path calls with the
@@ -19,7 +22,7 @@ The check block (JSON):
      which a reference element near zero cannot blow up; null if max |ref|
      is 0),
      "first_failures": [{"index": flat index, "out": float|null, "ref": float}] (at most 5),
-     "tolerance": {"abs": float, "rel": float}}
+     "tolerance": {"abs": float, "rel": float, "of_magnitude": float}}
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def _f(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max=0.0) -> dict:
+def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max=0.0, of_magnitude=0.0) -> dict:
     if ref2 > 0 and math.isfinite(diff2):
         rel_l2 = _f(math.sqrt(diff2 / ref2))
     elif diff2 == 0:
@@ -51,14 +54,18 @@ def _check_block(n, failures, nan_count, max_abs, diff2, ref2, first, abs_tol, r
         "rel_l2_err": rel_l2,
         "max_rel_err": _f(max_abs / ref_max) if max_abs is not None and ref_max > 0 else None,
         "first_failures": first,
-        "tolerance": {"abs": abs_tol, "rel": rel_tol},
+        "tolerance": {"abs": abs_tol, "rel": rel_tol, "of_magnitude": of_magnitude},
     }
 
 
-def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, rel_tol: float) -> dict:
-    """The check on plain lists of equal length."""
+def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, rel_tol: float,
+                  mag: Sequence[float] | None = None, of_magnitude: float = 0.0) -> dict:
+    """The check on plain lists of equal length (`mag`: each element's
+    magnitude, needed where `of_magnitude` is not 0)."""
     if len(out) != len(ref):
         raise ValueError(f"output has {len(out)} values; the reference {len(ref)}")
+    if of_magnitude and (mag is None or len(mag) != len(ref)):
+        raise ValueError("a tolerance scaled by magnitudes needs one magnitude per element")
     failures = nan_count = 0
     max_abs = None
     diff2 = ref2 = ref_max = 0.0
@@ -66,7 +73,8 @@ def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, re
     for i, (o, r) in enumerate(zip(out, ref)):
         o, r = float(o), float(r)
         d = abs(o - r)
-        ok = d <= abs_tol + rel_tol * abs(r)
+        m = float(mag[i]) if of_magnitude else 0.0
+        ok = d <= abs_tol + rel_tol * abs(r) + of_magnitude * m
         if math.isnan(o):
             nan_count += 1
         else:
@@ -78,10 +86,10 @@ def compare_lists(out: Sequence[float], ref: Sequence[float], abs_tol: float, re
             failures += 1
             if len(first) < FIRST_FAILURES:
                 first.append({"index": i, "out": _f(o), "ref": _f(r)})
-    return _check_block(len(out), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max)
+    return _check_block(len(out), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max, of_magnitude)
 
 
-def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float) -> dict:
+def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float, mag: Any = None, of_magnitude: float = 0.0) -> dict:
     """The check on two arrays (torch tensors or numpy arrays) of the same
     element count; `out` is promoted to `ref`'s dtype (float64) by the
     subtraction. Both are flattened; any layout works."""
@@ -94,7 +102,12 @@ def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float) -> dict:
     else:  # numpy
         o = o.astype("float64")
     d = abs(o - r)
-    bad = ~(d <= abs_tol + rel_tol * abs(r))
+    allowance = abs_tol + rel_tol * abs(r)
+    if of_magnitude:
+        if mag is None or len(mag.reshape(-1)) != len(r):
+            raise ValueError("a tolerance scaled by magnitudes needs one magnitude per element")
+        allowance = allowance + of_magnitude * mag.reshape(-1)
+    bad = ~(d <= allowance)
     nan = o != o
     ok_vals = ~nan
     failures = int(bad.sum())
@@ -111,4 +124,4 @@ def compare_arrays(out: Any, ref: Any, abs_tol: float, rel_tol: float) -> dict:
         idx = nz[0] if isinstance(nz, tuple) else nz.reshape(-1)
         for i in idx[:FIRST_FAILURES].tolist():
             first.append({"index": int(i), "out": _f(o[i]), "ref": _f(r[i])})
-    return _check_block(len(o), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max)
+    return _check_block(len(o), failures, nan_count, max_abs, diff2, ref2, first, abs_tol, rel_tol, ref_max, of_magnitude)

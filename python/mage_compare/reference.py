@@ -64,6 +64,28 @@ def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
     raise ValueError(f"no reference for op `{op}`")
 
 
+def torch_magnitude(op: str, dims: list[int], v: dict) -> torch.Tensor | None:
+    """Each output element's magnitude in float64, shaped like the output:
+    what the Rust registry's reference computes beside its values and the
+    tolerance's `of_magnitude` scales. For the contractions it is the sum of
+    the terms' absolute values, the op itself on |inputs|; None for an op
+    whose tolerance uses none."""
+    f = lambda t: t.to(torch.float64)  # noqa: E731
+    if op in ("matmul", "triangle", "neighbor"):
+        roles = {"matmul": ("a", "b"), "triangle": ("A", "B"), "neighbor": ("x", "w")}[op]
+        return torch_reference(op, dims, {**v, **{r: f(v[r]).abs() for r in roles}})
+    if op == "layernorm":
+        x = f(v["x"])
+        mean = x.mean(dim=1, keepdim=True)
+        d = x - mean
+        var = (d * d).mean(dim=1, keepdim=True)
+        xhat = d / torch.sqrt(var + constant(op, "eps"))
+        return f(v["gamma"]).abs() * (1.0 + xhat.abs()) + f(v["beta"]).abs()
+    if op == "gelu":
+        return (f(v["x"]) + f(v["bias"])).abs()
+    return None
+
+
 def load_golden(golden_dir: Path, op: str):
     path = golden_dir / f"{op}.py"
     if not path.is_file():

@@ -86,8 +86,8 @@ class FakeState:
         for d in spec.dims[:2]:
             n *= d
         self.ref = [float(i) for i in range(n)]
-        self.tol_abs, self.tol_rel = 1e-4, 1e-4
-        self.tolerance = {"abs": 1e-4, "rel": 1e-4, "source": "fake"}
+        self.mag = [abs(x) + 1.0 for x in self.ref]
+        self.tolerance = {"abs": 0.0, "rel": 0.0, "of_magnitude": 1e-4, "source": "fake"}
         self.sha256 = {p.name: "0" * 64 for p in sorted(spec.case_path.glob("*.bin"))}
         self.current_picks = "mage-001"
         self.cost = {"bytes": 8 * n, "flops": 8 * n}
@@ -161,7 +161,8 @@ class FakeBackend:
         self.log.append(("check", impl.name))
         bad = impl.wrong or (impl.wrong_after and impl.checks > 1)
         out = [x + (1.0 if bad else 0.0) for x in state.ref]
-        block = compare_lists(out, state.ref, state.tol_abs, state.tol_rel)
+        tol = state.tolerance
+        block = compare_lists(out, state.ref, tol["abs"], tol["rel"], state.mag, tol["of_magnitude"])
         block["poison"] = {"output": impl.output_mode}
         return block
 

@@ -125,13 +125,15 @@ class Cases(unittest.TestCase):
         for op, d in self.committed():
             case = mage.read_case(op, str(d))
             self.assertEqual(case.op, op)
-            abs_tol, rel_tol = case.tolerance()
-            self.assertGreater(abs_tol, 0)
+            tol = case.tolerance()
+            self.assertEqual(sorted(tol), ["abs", "of_magnitude", "rel"])
+            self.assertGreater(tol["of_magnitude"], 0)
             self.assertIn(case.current(), [s["name"] for s in mage.op_info(op)["stages"]])
             out = 1
             for x in mage.output_shape(op, case.dims):
                 out *= x
             self.assertEqual(len(case.reference()), 8 * out)
+            self.assertEqual(len(case.magnitudes()), 8 * out)
             self.assertEqual(len(case.input_bytes()), len(mage.op_info(op)["inputs"]))
             self.assertEqual(sorted(case.sha256), sorted(i["file"] for i in mage.op_info(op)["inputs"]))
             n += 1

@@ -20,7 +20,16 @@ class Lists(unittest.TestCase):
         self.assertAlmostEqual(c["max_abs_err"], 5e-5, places=9)
         self.assertAlmostEqual(c["rel_l2_err"], 5e-5 / math.sqrt(14), places=9)
         self.assertAlmostEqual(c["max_rel_err"], 5e-5 / 3.0, places=9)  # over max |ref|, not |ref| at the error
-        self.assertEqual(c["tolerance"], {"abs": 1e-4, "rel": 1e-4})
+        self.assertEqual(c["tolerance"], {"abs": 1e-4, "rel": 1e-4, "of_magnitude": 0.0})
+
+    def test_a_magnitude_bound_follows_the_scale_and_fails_zeros(self):
+        for scale in (1e-6, 1.0, 1e15):
+            ref, mag = [3.0 * scale, -2.0 * scale], [5.0 * scale, 4.0 * scale]
+            close = [3.0 * scale * (1 + 1e-7), -2.0 * scale]
+            self.assertTrue(compare_lists(close, ref, 0.0, 0.0, mag, 1e-6)["passed"], scale)
+            self.assertEqual(compare_lists([0.0, 0.0], ref, 0.0, 0.0, mag, 1e-6)["failures"], 2, scale)
+        with self.assertRaises(ValueError):
+            compare_lists([1.0], [1.0], 0.0, 0.0, None, 1e-6)
 
     def test_relative_part_of_bound(self):
         # |err| 0.05 at |ref| 1000: 1e-4 + 1e-4 * 1000 = 0.1001 -> passes

@@ -5,7 +5,7 @@ use crate::report::{CurrentPick, INSTRUMENTS, RunReport, SweepReport, runs_table
 use crate::{FixturesArgs, RunArgs, SweepArgs, ops, outputs};
 use indicatif::{ProgressBar, ProgressStyle};
 use mage_common::fixtures::{self, CaseSpec, write_atomic};
-use mage_common::numeric::{Comparison, Tolerance, compare};
+use mage_common::numeric::{Comparison, Reference, Tolerance, compare};
 use mage_common::op::{self, CURRENT, HostBuf, Op, Picked, Stage};
 use mage_common::tools::{Home, home};
 use mage_runtime::gpu::{Gpu, TimingConfig};
@@ -42,14 +42,14 @@ impl Check {
     /// [`compare`] under the tolerance. With `nonfinite`, an element whose
     /// reference is NaN or an infinity passes where the output holds the
     /// same (NaN for NaN, the same infinity) and fails otherwise.
-    fn compare(&self, out: &[f32], reference: &[f64]) -> Comparison {
+    fn compare(&self, out: &[f32], reference: &Reference) -> Comparison {
         if !self.nonfinite {
             return compare(out, reference, self.tol);
         }
         let same = |o: f32, r: f64| (o.is_nan() && r.is_nan()) || (o.is_infinite() && o as f64 == r);
-        let (out, reference): (Vec<f32>, Vec<f64>) =
-            out.iter().zip(reference).map(|(&o, &r)| if same(o, r) { (0.0, 0.0) } else { (o, r) }).unzip();
-        compare(&out, &reference, self.tol)
+        let (out, values): (Vec<f32>, Vec<f64>) =
+            out.iter().zip(&reference.values).map(|(&o, &r)| if same(o, r) { (0.0, 0.0) } else { (o, r) }).unzip();
+        compare(&out, &reference.with_values(values), self.tol)
     }
 }
 
@@ -63,7 +63,7 @@ fn run_one(
     generator: &str,
     inputs: &[HostBuf],
     source: &str,
-    reference: &[f64],
+    reference: &Reference,
     check: Check,
     timing: bool,
 ) -> Result<(RunReport, Vec<f32>), String> {
@@ -80,7 +80,7 @@ fn run_one(
         generator: generator.into(),
         inputs: source.into(),
         machine: if gpu.is_some() { "gpu".into() } else { "emulator".into() },
-        check: compare(&[], &[], check.tol),
+        check: compare(&[], &Reference::default(), check.tol),
         check_after_timing: None,
         timing: None,
         min_bytes,
@@ -200,10 +200,13 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     }
     let picked = op.pick(stage_name, &dims, &inputs)?;
     let reference = op.reference_on_all_cores(&dims, &inputs);
+    if !a.allow_nonfinite {
+        op.check_range(&dims, &inputs, &reference).map_err(|e| format!("{source}: {e}"))?;
+    }
     let check = Check { tol: op.tolerance_for(picked.stage.name, &dims, &inputs), nonfinite: a.allow_nonfinite };
     let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator.name, &inputs, &source, &reference, check, !a.no_timing)?;
     // An independent implementation's output, where the case has one.
-    let against_expected = expected.map(|e| check.compare(&out, &e.iter().map(|v| *v as f64).collect::<Vec<_>>()));
+    let against_expected = expected.map(|e| check.compare(&out, &reference.with_values(e.iter().map(|v| *v as f64).collect())));
     let shape = op.output_shape(&dims);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
@@ -291,7 +294,7 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").unwrap());
     let mut runs = vec![];
     let mut current = vec![];
-    let mut inputs_for: Option<((Vec<u32>, &str), Vec<HostBuf>, Vec<f64>)> = None;
+    let mut inputs_for: Option<((Vec<u32>, &str), Vec<HostBuf>, Reference)> = None;
     for (workload, stage) in work {
         let (dims, generator) = (&workload.0, workload.1);
         bar.set_message(format!("{} {}", op.workload_label(dims, generator), stage.name));
@@ -456,8 +459,10 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
                     .map(|(a, b)| (*a as f64 - *b as f64).abs())
                     .fold(0f64, |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
                 let identical = emu.iter().zip(&dev).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
-                let ok = diff <= bound;
-                if !ok {
+                // The GPU's output against the f64 reference, under the bound every other check uses.
+                let against = compare(&dev, &op.reference_on_all_cores(&dims, &inputs), op.tolerance_for(stage.name, &dims, &inputs));
+                let ok = diff <= bound && against.passed();
+                if diff > bound {
                     failures.push(format!(
                         "{} {} {}: |gpu - emulator| {diff:.3e} > {bound:.3e}",
                         op.name,
@@ -465,14 +470,24 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
                         Op::dims_label(&dims)
                     ));
                 }
-                let v = serde_json::json!({"op": op.name, "stage": stage.name, "dims": dims, "max_abs_diff": diff, "bound": bound, "bit_identical": identical, "elements": emu.len()});
+                if !against.passed() {
+                    failures.push(format!(
+                        "{} {} {}: the GPU's output against the reference: {}",
+                        op.name,
+                        stage.name,
+                        Op::dims_label(&dims),
+                        against.summary(&op.output_shape(&dims))
+                    ));
+                }
+                let v = serde_json::json!({"op": op.name, "stage": stage.name, "dims": dims, "max_abs_diff": diff, "bound": bound, "bit_identical": identical, "elements": emu.len(), "reference_check": against});
                 if !json {
                     println!(
-                        "differential {:<10} {:<9} {:<9} max |gpu - emulator| {diff:.3e} (bound {bound:.3e}), {identical}/{} bit-identical {}",
+                        "differential {:<10} {:<9} {:<9} max |gpu - emulator| {diff:.3e} (bound {bound:.3e}), {identical}/{} bit-identical, worst {:.3} of the tolerance {}",
                         op.name,
                         stage.name,
                         Op::dims_label(&dims),
                         emu.len(),
+                        against.worst_ratio,
                         if ok { "ok" } else { "EXCEEDED" }
                     );
                 }

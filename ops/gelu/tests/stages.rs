@@ -138,7 +138,7 @@ fn worst_ratio(f: impl Fn(f32) -> f32) -> (f64, f32) {
         .map(|z| {
             let want = gelu_f64(z as f64);
             let got = f(z) as f64;
-            ((got - want).abs() / (tol.abs + tol.rel * want.abs()), z)
+            ((got - want).abs() / tol.allowance(want, (z as f64).abs()), z)
         })
         .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
 }

@@ -232,7 +232,7 @@ mod host {
     use mage_common::Kernel;
     use mage_common::fixtures::normal_input;
     use mage_common::kernel::Dim3;
-    use mage_common::numeric::Tolerance;
+    use mage_common::numeric::{FLUSHED, Reference, Tolerance};
     use mage_common::op::Extent::Dim;
     use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage, Workload};
 
@@ -241,18 +241,68 @@ mod host {
         vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output, Arg::U32(rows), Arg::U32(width)]
     }
 
-    /// The f64 reference.
-    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Vec<f64> {
+    /// The f64 reference, with each element's magnitude `|gamma[c]|·(1 +
+    /// |x̂|) + |beta[c]|` (`x̂` the exact normalised value) in the same pass.
+    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
         let (rows, width) = (dims[0] as usize, dims[1] as usize);
         let (x, gamma, beta) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_f32());
         let mut out = Vec::with_capacity(rows * width);
+        let mut mag = Vec::with_capacity(rows * width);
         for row in x.chunks_exact(width).take(rows) {
             let mean = row.iter().map(|v| *v as f64).sum::<f64>() / width as f64;
             let var = row.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / width as f64;
             let rstd = 1.0 / (var + EPS as f64).sqrt();
-            out.extend(row.iter().enumerate().map(|(c, v)| (*v as f64 - mean) * rstd * gamma[c] as f64 + beta[c] as f64));
+            for (c, v) in row.iter().enumerate() {
+                let (xhat, g, b) = ((*v as f64 - mean) * rstd, gamma[c] as f64, beta[c] as f64);
+                out.push(xhat * g + b);
+                mag.push(g.abs() * (1.0 + xhat.abs()) + b.abs());
+            }
         }
-        out
+        Reference { values: out, magnitudes: mag }
+    }
+
+    /// `|out - ref| <= 2^-126 + 1e-4·(|gamma[c]|·(1 + |x̂|) + |beta[c]|)`.
+    ///
+    /// Why: every stage computes `x̂·gamma + beta` from a normalised value
+    /// whose error is relative to `1 + |x̂|` (the mean's and the variance's
+    /// rounding, shifted by the row's first element, and `rsqrt.approx`,
+    /// 1.5e-7: about 1e-6 at a width of 4096 even in the worst case met),
+    /// then one multiply-add, whose rounding is relative to `|x̂ gamma| +
+    /// |beta|`. Scaling the allowance by those magnitudes, not by `|ref|`,
+    /// keeps it sound where `x̂ gamma` and `beta` cancel, where gamma and
+    /// beta are 1e6 or 1e-6, and where an output of zeros would otherwise
+    /// pass: at gamma = beta = 0 the output must be exactly 0, and anywhere
+    /// else zeros fail. 1e-4 is a hundred times the largest error measured
+    /// (`tests/scale.rs`: rows of mean 1e4 and spread 1, values of 1e-20,
+    /// variance below eps, x up to the range [`check_range`] allows).
+    pub fn tolerance(_: &[u32], _: &[HostBuf]) -> Tolerance {
+        Tolerance::of_magnitude(FLUSHED, 1e-4)
+    }
+
+    /// The largest `Σ_c (x[r, c] - x[r, 0])²` a row may have: the kernels
+    /// shift each row by its first element and sum squares of the shifted
+    /// values in FP32, so past this a partial sum may overflow. A quarter
+    /// of FP32's largest value leaves room for the merges of partial
+    /// moments.
+    pub const LARGEST_SQUARES: f64 = f32::MAX as f64 / 4.0;
+
+    /// Refuses a row whose squared deviations pass FP32's range
+    /// ([`LARGEST_SQUARES`]): no FP32 kernel can normalise it, so the input
+    /// is out of range, not the stage wrong.
+    pub fn check_range(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+        let width = dims[1] as usize;
+        for (r, row) in inputs[0].as_f32().chunks_exact(width).enumerate() {
+            let first = row[0] as f64;
+            let squares: f64 = row.iter().map(|v| (*v as f64 - first).powi(2)).sum();
+            if squares > LARGEST_SQUARES {
+                let largest = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+                return Err(format!(
+                    "a.bin (x) row {r} spreads too far for FP32: the sum of its squared deviations is {squares:.3e} \
+                     (values up to {largest:.3e}), beyond {LARGEST_SQUARES:.3e}; scale the input down"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
@@ -345,7 +395,8 @@ mod host {
         check_inputs: |_, _| Ok(()),
         generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
-        tolerance: |_, _| Tolerance::new(1e-4, 1e-4),
+        tolerance,
+        check_range,
         cost: |d| {
             let (r, w) = (d[0] as u64, d[1] as u64);
             (4 * (2 * r * w + 2 * w), 8 * r * w)

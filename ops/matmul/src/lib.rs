@@ -154,9 +154,9 @@ pub use host::*;
 mod host {
     use super::*;
     use mage_common::Kernel;
-    use mage_common::fixtures::{DEFAULT_STD, Rng, normal_input};
+    use mage_common::fixtures::{Rng, normal_input};
     use mage_common::kernel::Dim3;
-    use mage_common::numeric::Tolerance;
+    use mage_common::numeric::{FLUSHED, Reference, Tolerance, U, gamma, sum_of_products};
     use mage_common::op::Extent::Dim;
     use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, OutsideContract, Plan, Stage, Workload};
 
@@ -185,21 +185,24 @@ mod host {
         d[1].is_multiple_of(4) && d[2].is_multiple_of(4)
     }
 
-    /// The f64 reference: each output a sum of `k` exact products.
-    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Vec<f64> {
+    /// The f64 reference: each output a sum of `k` exact products, and its
+    /// magnitude `Σ_p |a[i, p]| |b[p, j]|`, in the same pass.
+    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
         let (m, n, k) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
         let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
-        let mut out = vec![0f64; m * n];
+        let (mut out, mut mag) = (vec![0f64; m * n], vec![0f64; m * n]);
         for i in 0..m {
-            let row = &mut out[i * n..(i + 1) * n];
+            let (row, row_mag) = (&mut out[i * n..(i + 1) * n], &mut mag[i * n..(i + 1) * n]);
             for p in 0..k {
                 let x = a[i * k + p] as f64;
-                for (o, y) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
-                    *o += x * *y as f64;
+                for ((o, g), y) in row.iter_mut().zip(row_mag.iter_mut()).zip(&b[p * n..(p + 1) * n]) {
+                    let t = x * *y as f64;
+                    *o += t;
+                    *g += t.abs();
                 }
             }
         }
-        out
+        Reference { values: out, magnitudes: mag }
     }
 
     pub fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
@@ -207,57 +210,36 @@ mod host {
         vec![HostBuf::F32(normal_input(seed, 0, m * k)), HostBuf::F32(normal_input(seed, 1, k * n))]
     }
 
-    /// The unit roundoff of FP32 round-to-nearest, 2^-24.
-    const U: f64 = f32::EPSILON as f64 / 2.0;
+    /// What a 3xTF32 term errs by, in units of `u |a b|`, with the
+    /// rounding of its tile's partial sum: 38 (module doc of [`mage_009`]),
+    /// rounded up.
+    pub const TF32X3_TERM_ULPS: f64 = 40.0;
 
-    /// A bound on `S = Σ_p |a[i, p]| |b[p, j]|` for inputs drawn from
-    /// normal(0, σ), σ = 0.25: `σ² (2/π · k + 6 √k + 48)`.
+    /// `|out - ref| <= k·2^-126 + max(γ_(k+2), 40 u + γ_(⌈k/32⌉+2))·m`,
+    /// `m = Σ_p |a_p b_p|` of that output (the reference's magnitude).
     ///
-    /// With x, y standard normal, `|xy|` has mean 2/π and standard deviation
-    /// 0.77, and an exponential tail (`P(|xy| > t) ≈ e^-t`). So `Σ|xy|` over
-    /// k terms has mean `2/π · k` and standard deviation `0.77 √k`; `6 √k`
-    /// is 7.8 standard deviations, and the constant 48 covers the heavy
-    /// tail at small k (for k = 1, `P(|xy| > 54) ≈ e^-54`). Sampled maxima over 2^24 outputs stay well
-    /// below (k = 1: 14.3 against 54.6; k = 64: 77 against 137; k = 1024:
-    /// 747 against 892, in units of σ²).
-    pub fn abs_products_bound(k: u32) -> f64 {
-        let s2 = (DEFAULT_STD as f64).powi(2);
-        let k = k as f64;
-        s2 * (std::f64::consts::FRAC_2_PI * k + 6.0 * k.sqrt() + 48.0)
-    }
-
-    /// `|out - ref| <= 1e-6 + γ_(k+1) · S(k)`, with `γ_n = n u / (1 - n u)`,
-    /// `u = 2^-24` and `S(k)` the bound of [`abs_products_bound`].
+    /// Why: the FMA stages sum each output by `k` fused multiply-adds, one
+    /// rounding each, which [`sum_of_products`] bounds for any data. The
+    /// 3xTF32 stages (mage-009, mage-010) err per term by at most `38 u |a
+    /// b|` (the split's roundings, the dropped `a_lo b_lo` and the tensor
+    /// core's truncating partial sums of 12 instructions) and then add
+    /// `⌈k/32⌉` tile sums in FP32 (module doc of [`mage_009`]); from k ≈ 40
+    /// the FP32 chain's bound is the larger. Both are worst cases over
+    /// every rounding and scale with the data: inputs of 1e-6 or 1e15, rows
+    /// scaled by 10^U(-3,3), constant matrices and cancelling sums are all
+    /// held to the same relative bound of their own terms, and an output of
+    /// zeros fails wherever a term is not zero (`tests/scale.rs`).
     ///
-    /// Why: every stage computes each output by `k` fused multiply-adds in
-    /// order, `s_p = fl(a_p b_p + s_(p-1))`, one rounding each (the zero
-    /// terms of tile tails add nothing). The standard error analysis of
-    /// recursive summation gives `|ŝ - s| <= γ_k Σ_p |a_p b_p|`, whatever
-    /// the rounding errors do; one more `u` covers comparing with an
-    /// `expected.bin` rounded to f32, and 1e-6 the f64 reference (its own
-    /// error is about `k 2^-53 S`) with room to spare.
-    ///
-    /// This is the worst case over rounding errors; with errors of random
-    /// sign the typical error grows like `√k` rather than `k` times `u S`:
-    /// simulated FP32 fma chains at k = 4096 err by about 2e-6 (median) and
-    /// 3e-5 (worst of 256 outputs) against the bound's 0.046, at k = 200 by
-    /// 1e-7 and 7e-7 against 2e-4. The tolerance must be sound for the
-    /// generator's data, so it takes the worst case; that still sits far
-    /// below what an indexing bug does: outputs have standard deviation
-    /// `σ² √k` (0.88 at k = 200), and even one misplaced term moves an
-    /// output by `σ² 2/π` = 0.04 on average (`tests/stages.rs` checks that a
-    /// wrong tile offset and a dropped term fail). `γ` is capped at 1 (`k u`
-    /// at 1/2), which only matters past k ≈ 2^23.
+    /// The worst case sits far above the typical error, which grows like
+    /// `√k` (simulated FP32 fma chains at k = 4096 err by about 2e-6 of
+    /// `m` at the median against the bound's 2.4e-4), and still far below
+    /// what an indexing bug does: one misplaced term moves an output by
+    /// about `m / k`, more than the bound's `k u m` up to k ≈ 4000.
     pub fn tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
-        let k = dims[2];
-        Tolerance::new(1e-6 + gamma(k + 1, U) * abs_products_bound(k), 0.0)
-    }
-
-    /// `γ_n = n e / (1 - n e)` for an error of at most `e` per addition,
-    /// with `n e` capped at 1/2.
-    fn gamma(n: u32, e: f64) -> f64 {
-        let ne = (n as f64 * e).min(0.5);
-        ne / (1.0 - ne)
+        let k = dims[2] as u64;
+        let fp32 = sum_of_products(k);
+        let tf32x3 = TF32X3_TERM_ULPS * U + gamma(k.div_ceil(32) + 2, U);
+        Tolerance::of_magnitude(fp32.abs, fp32.of_magnitude.max(tf32x3))
     }
 
     /// Uniform integers in -8..=8: every product and every partial sum of
@@ -277,34 +259,33 @@ mod host {
     /// values each rounded to TF32 (`(1 + 2^-11)^2 - 1`).
     pub const TF32_PRODUCT_ERROR: f64 = 1.0 / 1024.0 + 1.0 / (1u64 << 22) as f64;
 
-    /// The tolerance of the TF32 stages: `|out - ref| <= 1e-6 + (p + γ'_(k+1)
-    /// (1 + p)) S(k)`, with `p` = [`TF32_PRODUCT_ERROR`], `S(k)` the bound of
-    /// [`abs_products_bound`] and `γ'_n = 2 n u / (1 - 2 n u)`.
+    /// The tolerance of the TF32 stages: `|out - ref| <= k·2^-126 + (p +
+    /// γ'_(k+2) (1 + p))·m`, with `p` = [`TF32_PRODUCT_ERROR`], `m = Σ |a
+    /// b|` the reference's magnitude and `γ'_n = 2 n u / (1 - 2 n u)`.
     ///
     /// Why: each input is rounded to TF32 (`cvt.rna`, 11 significant bits,
     /// relative error at most 2^-11), so each product `â b̂` (exact in the
-    /// tensor core) is `a b (1 + π)` with `|π| <= p`: `p S` in all. The ISA
+    /// tensor core) is `a b (1 + π)` with `|π| <= p`: `p m` in all. The ISA
     /// leaves the tensor core's order and rounding of the FP32 sum
     /// unspecified ("at least single precision"); allowing each of the `k`
     /// additions, and the comparison with an f32 `expected.bin`, an error
     /// of a whole unit in the last place (truncation) rather than half
-    /// gives `γ'_(k+1) Σ |â b̂|`. The first term dominates: at k = 1024 the
-    /// bound is 2^-10 S against FP32's 2^-14 S, so it is about 16 times
-    /// looser, and like FP32's it is a worst case (random rounding errors
-    /// make the typical error grow like `√k`, not `k`). The tests also hold
+    /// gives `γ'_(k+2) Σ |â b̂|`. The first term dominates: at k = 1024 the
+    /// bound is 2^-10 m against FP32's 2^-14 m, so it is about 16 times
+    /// looser, and like FP32's it is a worst case. The tests also hold
     /// these stages to a tighter check, against the f64 product of the
     /// TF32-rounded inputs (`tests/stages.rs`).
     pub fn tf32_tolerance(dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
         let sum = tf32_sum_tolerance(dims, inputs);
-        Tolerance::new(sum.abs + TF32_PRODUCT_ERROR * abs_products_bound(dims[2]), 0.0)
+        Tolerance::of_magnitude(sum.abs, sum.of_magnitude + TF32_PRODUCT_ERROR)
     }
 
-    /// The summation part of [`tf32_tolerance`], `1e-6 + γ'_(k+1) (1 + p)
-    /// S(k)`: what a TF32 stage may differ from the exact sum of the
-    /// products of its TF32-rounded inputs.
+    /// The summation part of [`tf32_tolerance`], `k·2^-126 + γ'_(k+2) (1 +
+    /// p)·m`: what a TF32 stage may differ from the exact sum of the
+    /// products of its TF32-rounded inputs (`m` their magnitude).
     pub fn tf32_sum_tolerance(dims: &[u32], _: &[HostBuf]) -> Tolerance {
-        let k = dims[2];
-        Tolerance::new(1e-6 + gamma(k + 1, 2.0 * U) * (1.0 + TF32_PRODUCT_ERROR) * abs_products_bound(k), 0.0)
+        let k = dims[2] as u64;
+        Tolerance::of_magnitude(k as f64 * FLUSHED, gamma(k + 2, 2.0 * U) * (1.0 + TF32_PRODUCT_ERROR))
     }
 
     /// The stages that sum each output by one `fma` per term in order: the
@@ -345,6 +326,7 @@ mod host {
         output: &[Dim(0), Dim(1)],
         constants: &[],
         check_inputs: |_, _| Ok(()),
+        check_range: |_, _| Ok(()),
         generators: &[
             Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
             Generator {

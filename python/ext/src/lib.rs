@@ -194,16 +194,21 @@ impl CaseDir {
     fn input_bytes<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
         self.case.inputs.iter().map(|b| PyBytes::new(py, &b.to_le_bytes())).collect()
     }
-    /// The tolerance for these inputs: `(abs, rel)`, passing where
-    /// `|out - ref| <= abs + rel * |ref|`; the op's, or with `stage` that
-    /// stage's (its own where it is outside the op's contract).
+    /// The tolerance for these inputs: `{"abs", "rel", "of_magnitude"}`,
+    /// passing where `|out - ref| <= abs + rel·|ref| + of_magnitude·m`
+    /// element by element (`m` from `magnitudes()`); the op's, or with
+    /// `stage` that stage's (its own where it is outside the op's contract).
     #[pyo3(signature = (stage = None))]
-    fn tolerance(&self, stage: Option<&str>) -> PyResult<(f64, f64)> {
+    fn tolerance<'py>(&self, py: Python<'py>, stage: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
         if let Some(s) = stage {
             self.op.check_stage_name(s).map_err(error)?;
         }
         let t = self.op.tolerance_for(stage.unwrap_or(CURRENT), &self.case.spec.dims, &self.case.inputs);
-        Ok((t.abs, t.rel))
+        let d = PyDict::new(py);
+        d.set_item("abs", t.abs)?;
+        d.set_item("rel", t.rel)?;
+        d.set_item("of_magnitude", t.of_magnitude)?;
+        Ok(d)
     }
     /// The stage `current` picks for these inputs.
     fn current(&self) -> &'static str {
@@ -212,7 +217,15 @@ impl CaseDir {
     /// The f64 reference from the Rust registry, as little-endian f64 bytes.
     fn reference<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let r = (self.op.reference)(&self.case.spec.dims, &self.case.inputs);
-        PyBytes::new(py, &r.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+        PyBytes::new(py, &r.values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    }
+    /// Each output element's magnitude, which the tolerance's
+    /// `of_magnitude` scales (for a sum of products, `Σ |terms|`), from the
+    /// Rust registry as little-endian f64 bytes; empty where the op's
+    /// tolerance uses none.
+    fn magnitudes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let r = (self.op.reference)(&self.case.spec.dims, &self.case.inputs);
+        PyBytes::new(py, &r.magnitudes.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
     }
     fn __repr__(&self) -> String {
         format!("<mage case {} {} at {}>", self.op.name, Op::dims_label(&self.case.spec.dims), self.case.dir.display())

@@ -13,7 +13,7 @@
 use super::ledger::{Arms, Check, Control, Round};
 use super::propose::{Ratios, control_drift};
 use super::run::{Measured, Measurer, Timed};
-use mage_common::numeric::{Tolerance, compare};
+use mage_common::numeric::{Reference, Tolerance, compare};
 use mage_common::op::{Op, Plan};
 use mage_common::space::{Config, Space};
 use mage_runtime::gpu::timing::median;
@@ -88,7 +88,7 @@ pub struct Bench<'a> {
     pub op: &'static Op,
     pub dims: &'a [u32],
     pub inputs: &'a DeviceInputs,
-    pub reference: &'a [f64],
+    pub reference: &'a Reference,
     pub tolerance: Tolerance,
     pub control: Prepared<'a>,
     pub calls: usize,
