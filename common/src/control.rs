@@ -66,6 +66,7 @@ mod host {
         output: &[Dim(0)],
         constants: &[],
         check_inputs: |d, _| if d[0].is_multiple_of(4) { Ok(()) } else { Err("the control copies whole quads".into()) },
+        content_reads: &[],
         generators: &[Generator {
             name: DEFAULT_GENERATOR,
             summary: "a ramp",

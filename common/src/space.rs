@@ -292,6 +292,7 @@ mod tests {
         output: &[],
         constants: &[],
         check_inputs: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[],
         reference: |_, _| vec![],
         tolerance: |_, _| crate::numeric::Tolerance::new(0.0, 0.0),

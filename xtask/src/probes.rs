@@ -28,6 +28,7 @@ const fn probe_op(inputs: &'static [Input]) -> Op {
         output: &[Dim(0)],
         constants: &[],
         check_inputs: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[],
         reference: |_, _| vec![],
         tolerance: |_, _| Tolerance::new(0.0, 0.0),

@@ -693,6 +693,7 @@ mod host {
         output: &[Dim(0), Dim(0), Dim(1)],
         constants: &[],
         check_inputs: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         tolerance,
