@@ -4,7 +4,9 @@ it touches a device. `cargo test` builds the extension and requires it
 (MAGE_REQUIRE_EXTENSION=1); run by hand without it, these tests skip."""
 
 import os
+import re
 import shutil
+import struct
 import tempfile
 import unittest
 from pathlib import Path
@@ -234,6 +236,32 @@ class Contents(unittest.TestCase):
         self.refused("neighbor takes 3 dims (n,width,edges), got 2", self.inputs, dims=[7, 9])
 
 
+    def test_the_bad_graphs_of_the_gpu_script_are_refused_with_its_messages(self):
+        from gpu_checks import module_graph
+
+        n, edges = self.dims[0], self.dims[2]
+        rowptr = list(struct.unpack(f"<{n + 1}I", self.inputs[2]))
+        bads = module_graph.bad_graphs(n, edges, rowptr)
+        self.assertEqual(len(bads), 4)
+        for bad in bads:
+            with self.subTest(bad=bad["name"]):
+                which = {"rowptr": 2, "indices": 3}[bad["input"]]
+                self.refused(bad["message"], self.with_u32(which, bad["at"], bad["value"]))
+        # And at the script's sizes, on a graph of one edge per row but the last.
+        for n, edges in [(64, 1000), (4096, 65536)]:
+            rowptr = [min(i, edges) for i in range(n)] + [edges]
+            inputs = [None, None, struct.pack(f"<{n + 1}I", *rowptr), bytes(4 * edges)]
+            self.assertIsNone(mage.check_inputs("neighbor", [n, 16, edges], inputs))
+            for bad in module_graph.bad_graphs(n, edges, rowptr):
+                with self.subTest(n=n, bad=bad["name"]):
+                    broken = list(inputs)
+                    which = {"rowptr": 2, "indices": 3}[bad["input"]]
+                    data = bytearray(broken[which])
+                    data[4 * bad["at"]:4 * bad["at"] + 4] = bad["value"].to_bytes(4, "little")
+                    broken[which] = bytes(data)
+                    self.refused(bad["message"], broken, dims=[n, 16, edges])
+
+
 @unittest.skipIf(mage is None and not REQUIRED, "the extension module `mage` is not built (cargo test builds it)")
 class Cases(unittest.TestCase):
     def setUp(self):
@@ -354,6 +382,16 @@ class Prepare(unittest.TestCase):
             with self.subTest(stage=stage):
                 self.refused("no CUDA driver or device: libcuda could not be loaded", "neighbor", stage,
                              [x, w, rowptr, idx], FakeTensor((5, 4), ptr=5 << 30))
+
+
+class Readme(unittest.TestCase):
+    def test_every_test_the_refusals_table_names_exists(self):
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        table = readme.split("## Refusals", 1)[1].split("\n## ", 1)[0]
+        names = set(re.findall(r"`(test_\w+)`", table))
+        self.assertGreaterEqual(len(names), 6)
+        defined = set(re.findall(r"def (test_\w+)", Path(__file__).read_text()))
+        self.assertEqual(names - defined, set())
 
 
 if __name__ == "__main__":
