@@ -165,18 +165,19 @@ def main(argv=None) -> int:
             try:
                 ran = mage.launch("neighbor", stage, inputs, out)
                 torch.cuda.synchronize()
-            except mage.MageError as e:
-                checks.add("a", f"{label} {kind} {stage}", False, f"MageError: {e}", stage=stage, graph=kind)
+            except Exception as e:  # noqa: BLE001 - a refused valid graph fails the check
+                checks.add("a", f"{label} {kind} {stage}", False, f"{type(e).__name__}: {e}", stage=stage, graph=kind)
                 continue
             got = out.to(torch.float64)
             err = (got - ref).abs()
             allowed = tol_abs + tol_rel * ref.abs()
             bad = int((~(err <= allowed)).sum())  # a NaN (an unwritten element) counts
             worst = float(torch.nan_to_num(err / allowed, nan=float("inf")).max())
+            worst_json = worst if worst != float("inf") else None  # JSON has no infinity
             name = f"{stage} → {ran}" if stage == mage.CURRENT else stage
             checks.add("a", f"{label} {kind} {name}", bad == 0,
                        f"{bad} of {n * width} outside abs {tol_abs:.3g} + rel {tol_rel:g}; worst error/allowed {worst:.3g}",
-                       stage=stage, ran=ran, graph=kind, outside=bad, worst_ratio=worst, tol_abs=tol_abs, tol_rel=tol_rel)
+                       stage=stage, ran=ran, graph=kind, outside=bad, worst_ratio=worst_json, tol_abs=tol_abs, tol_rel=tol_rel)
 
     # (b) bad graphs: refused with the message, nothing written.
     inputs = graph(n, width, edges, 0.0)
@@ -202,25 +203,29 @@ def main(argv=None) -> int:
     # A bad index written in place after prepare: the next call checks again.
     bad = bad_graphs(n, edges, host_rowptr)[0]
     for stage in [mage.CURRENT, "mage-001"]:
-        graph_now = [t.clone() for t in inputs]
-        out = poisoned((n, width))
-        call = mage.prepare("neighbor", stage, graph_now, out)
-        keep = int(graph_now[3][bad["at"]])
-        graph_now[3][bad["at"]] = bad["value"]  # bumps the tensor's version counter
+        what = f"an index written in place after prepare {stage}"
         try:
-            call()
-            outcome, passed = "accepted", False
-        except mage.MageError as e:
-            passed = str(e) == bad["message"]
-            outcome = "refused with the message" if passed else f"refused with {str(e)!r}"
-        untouched = still_poison(out)
-        graph_now[3][bad["at"]] = keep
-        call()  # valid again: the check passes and the call runs
-        written = not still_poison(out)
-        checks.add("b", f"an index written in place after prepare {stage}", passed and untouched and written,
-                   f"{outcome}; output {'still the poison' if untouched else 'WRITTEN'}; "
-                   f"{'runs' if written else 'does NOT run'} once the index is restored",
-                   stage=stage, untouched=untouched, runs_after_restore=written)
+            graph_now = [t.clone() for t in inputs]
+            out = poisoned((n, width))
+            call = mage.prepare("neighbor", stage, graph_now, out)
+            keep = int(graph_now[3][bad["at"]])
+            graph_now[3][bad["at"]] = bad["value"]  # bumps the tensor's version counter
+            try:
+                call()
+                outcome, passed = "accepted", False
+            except mage.MageError as e:
+                passed = str(e) == bad["message"]
+                outcome = "refused with the message" if passed else f"refused with {str(e)!r}"
+            untouched = still_poison(out)
+            graph_now[3][bad["at"]] = keep
+            call()  # valid again: the check passes and the call runs
+            written = not still_poison(out)
+            checks.add("b", what, passed and untouched and written,
+                       f"{outcome}; output {'still the poison' if untouched else 'WRITTEN'}; "
+                       f"{'runs' if written else 'does NOT run'} once the index is restored",
+                       stage=stage, untouched=untouched, runs_after_restore=written)
+        except Exception as e:  # noqa: BLE001 - any other failure fails the check
+            checks.add("b", what, False, f"{type(e).__name__}: {e}", stage=stage)
 
     count = torch.cuda.device_count()
     for f in (mage.evict_l2, mage.reset_persisting_l2):
@@ -269,11 +274,14 @@ def main(argv=None) -> int:
                 "copy of rowptr and indices alone": lambda: (g[2].cpu(), g[3].cpu()),
             }
             rowptr_bytes, indices_bytes = host_bytes(g[2]), host_bytes(g[3])
-            results = {what: median_us(f) for what, f in rows.items()}
-            results["scan alone (check_inputs on host bytes)"] = median_us(
-                lambda: mage.check_inputs("neighbor", dims, [None, None, rowptr_bytes, indices_bytes]))
-            for what, us in results.items():
-                timing.append({"dims": dims, "what": what, "median_us": us, "copied_bytes": copy_bytes})
+            rows["scan alone (check_inputs on host bytes)"] = lambda: mage.check_inputs(
+                "neighbor", dims, [None, None, rowptr_bytes, indices_bytes])
+            for what, f in rows.items():
+                try:
+                    timing.append({"dims": dims, "what": what, "median_us": median_us(f), "copied_bytes": copy_bytes})
+                except Exception as e:  # noqa: BLE001 - recorded; (a) and (b) are kept
+                    timing.append({"dims": dims, "what": what, "median_us": None, "error": f"{type(e).__name__}: {e}"})
+                    checks.add("c", f"{dims_label(dims)} {what}", False, f"{type(e).__name__}: {e}")
             del g, out, gelu_out
             torch.cuda.empty_cache()
 
@@ -292,14 +300,15 @@ def main(argv=None) -> int:
     }
     print()
     print(f"{'part':<5}{'checks':>8}{'failed':>8}")
-    for part in "ab":
+    for part in "abc":
         rows = [r for r in checks.rows if r["part"] == part]
         print(f"{part:<5}{len(rows):>8}{sum(not r['passed'] for r in rows):>8}")
     if timing:
         print(f"\n(c) {instrument}")
         print(f"{'dims':<20}{'what':<45}{'median µs':>12}")
         for t in timing:
-            print(f"{dims_label(t['dims']):<20}{t['what']:<45}{t['median_us']:>12.1f}")
+            us = f"{t['median_us']:>12.1f}" if t["median_us"] is not None else f"{'error':>12}"
+            print(f"{dims_label(t['dims']):<20}{t['what']:<45}{us}")
     print(f"\n{'PASSED' if checks.passed else 'FAILED'}: {sum(r['passed'] for r in checks.rows)} of {len(checks.rows)} checks")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
