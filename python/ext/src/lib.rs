@@ -35,8 +35,8 @@
 //! both. This is why `prepare` (and `launch`) of neighbor synchronises the
 //! stream, for every stage; for `current` it already did, to copy rowptr
 //! for the dispatcher, and that copy is now the same one (each input is
-//! copied once). The other ops read no contents and touch no device memory
-//! in `prepare`.
+//! copied once). The other ops read no contents, and their `prepare`
+//! copies nothing to the host.
 //!
 //! A `Call` checks again, before its launch, where torch counts a write to
 //! one of those inputs since the last check (an in-place op bumps a
@@ -328,9 +328,11 @@ struct Call {
 }
 
 /// The torch version counter of each input the op's content check reads
-/// (`None` for an object without one).
-fn versions(py: Python<'_>, op: &Op, inputs: &[Py<PyAny>]) -> Vec<Option<i64>> {
-    op.content_reads.iter().map(|&i| inputs[i].bind(py).getattr("_version").ok().and_then(|v| v.extract().ok())).collect()
+/// (`None` for an object without one). Read before the inputs are copied:
+/// torch may release the GIL while the stream synchronises, and a write
+/// from another thread then must count as after the check.
+fn versions<'py>(op: &Op, inputs: &[Bound<'py, PyAny>]) -> Vec<Option<i64>> {
+    op.content_reads.iter().map(|&i| inputs[i].getattr("_version").ok().and_then(|v| v.extract().ok())).collect()
 }
 
 impl Call {
@@ -341,7 +343,8 @@ impl Call {
         if self.op.content_reads.is_empty() {
             return Ok(());
         }
-        let now = versions(py, self.op, &self.keep);
+        let inputs: Vec<Bound<'_, PyAny>> = self.keep.iter().map(|k| k.bind(py).clone()).collect();
+        let now = versions(self.op, &inputs);
         // Not held across Python calls: torch may release the GIL there.
         if now == *self.checked.lock().unwrap_or_else(PoisonError::into_inner) {
             return Ok(());
@@ -457,6 +460,7 @@ fn prepare(
     }
     reads.sort_unstable();
     reads.dedup();
+    let checked = Mutex::new(versions(op, &inputs));
     let host = tensor::copy_to_host(py, device, &tensors, &reads)?;
     check_contents(op, &dims, &host)?;
     let picked = op.pick(&stage, &dims, &host).map_err(error)?;
@@ -468,7 +472,6 @@ fn prepare(
     let mut keep: Vec<Py<PyAny>> = inputs.iter().map(|t| t.clone().unbind()).collect();
     keep.push(output.unbind());
     let scratch = scratch.into_iter().map(Bound::unbind).collect();
-    let checked = Mutex::new(versions(py, op, &keep));
     Ok(Call { op, picked, dims, bound, plan, device, scratch, tensors, checked, keep })
 }
 
