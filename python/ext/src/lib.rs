@@ -327,12 +327,12 @@ struct Call {
     keep: Vec<Py<PyAny>>,
 }
 
-/// The torch version counter of each input the op's content check reads
-/// (`None` for an object without one). Read before the inputs are copied:
+/// A tensor's torch version counter (`None` for an object without one, or
+/// an inference tensor). Read before the inputs are copied for the check:
 /// torch may release the GIL while the stream synchronises, and a write
 /// from another thread then must count as after the check.
-fn versions<'py>(op: &Op, inputs: &[Bound<'py, PyAny>]) -> Vec<Option<i64>> {
-    op.content_reads.iter().map(|&i| inputs[i].getattr("_version").ok().and_then(|v| v.extract().ok())).collect()
+fn version(obj: &Bound<'_, PyAny>) -> Option<i64> {
+    obj.getattr("_version").ok().and_then(|v| v.extract().ok())
 }
 
 impl Call {
@@ -343,8 +343,7 @@ impl Call {
         if self.op.content_reads.is_empty() {
             return Ok(());
         }
-        let inputs: Vec<Bound<'_, PyAny>> = self.keep.iter().map(|k| k.bind(py).clone()).collect();
-        let now = versions(self.op, &inputs);
+        let now: Vec<_> = self.op.content_reads.iter().map(|&i| version(self.keep[i].bind(py))).collect();
         // Not held across Python calls: torch may release the GIL there.
         if now == *self.checked.lock().unwrap_or_else(PoisonError::into_inner) {
             return Ok(());
@@ -460,7 +459,7 @@ fn prepare(
     }
     reads.sort_unstable();
     reads.dedup();
-    let checked = Mutex::new(versions(op, &inputs));
+    let checked = Mutex::new(op.content_reads.iter().map(|&i| version(&inputs[i])).collect());
     let host = tensor::copy_to_host(py, device, &tensors, &reads)?;
     check_contents(op, &dims, &host)?;
     let picked = op.pick(&stage, &dims, &host).map_err(error)?;
