@@ -67,6 +67,7 @@ mod host {
         constants: &[],
         check_inputs: |d, _| if d[0].is_multiple_of(4) { Ok(()) } else { Err("the control copies whole quads".into()) },
         check_range: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[Generator {
             name: DEFAULT_GENERATOR,
             summary: "a ramp",

@@ -297,6 +297,10 @@ pub struct Op {
     /// hold (LayerNorm's squared deviations), naming the input; see
     /// [`Op::check_range`].
     pub check_range: fn(&[u32], &[HostBuf]) -> Result<(), String>,
+    /// The inputs (by number) whose contents `check_inputs` reads, so that
+    /// a caller whose inputs live on a device copies only these to the host
+    /// (see [`Op::check_contents`]).
+    pub content_reads: &'static [usize],
     /// Deterministic input generators; the first is the default.
     pub generators: &'static [Generator],
     /// The f64 CPU reference, with each element's magnitude where the
@@ -615,6 +619,33 @@ impl Op {
                     buf.len(),
                     buf.elem(),
                     Op::dims_label(dims)
+                ));
+            }
+        }
+        (self.check_inputs)(dims, inputs)
+    }
+
+    /// The op's content check on only the inputs its `content_reads` names
+    /// (the others may be empty): the dims are checked, then the count of
+    /// inputs and each read input's element type and length, and only then
+    /// its contents.
+    pub fn check_contents(&self, dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+        self.check_dims(dims)?;
+        if inputs.len() != self.inputs.len() {
+            return Err(format!("{} takes {} inputs, got {}", self.name, self.inputs.len(), inputs.len()));
+        }
+        let lens = self.input_lens(dims);
+        for &i in self.content_reads {
+            let (spec, buf) = (&self.inputs[i], &inputs[i]);
+            if buf.elem() != spec.elem || buf.len() != lens[i] {
+                return Err(format!(
+                    "{}.bin ({}) holds {} {:?} values; dims {} need {}",
+                    spec.file,
+                    spec.role,
+                    buf.len(),
+                    buf.elem(),
+                    Op::dims_label(dims),
+                    lens[i]
                 ));
             }
         }

@@ -293,6 +293,7 @@ mod tests {
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[],
         reference: |_, _| crate::numeric::Reference::default(),
         tolerance: |_, _| crate::numeric::Tolerance::new(0.0, 0.0),

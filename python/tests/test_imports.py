@@ -41,6 +41,20 @@ class Imports(unittest.TestCase):
             path = PKG / f"{name}.py"
             compile(path.read_text(), str(path), "exec")
 
+    def test_gpu_checks_import_torch_and_mage_only_when_run(self):
+        checks = sorted((PKG.parent / "gpu_checks").glob("*.py"))
+        self.assertIn("module_graph", [p.stem for p in checks])
+        for path in checks:
+            tree = ast.parse(path.read_text(), str(path))
+            for node in tree.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                    self.assertFalse(any(n == h or n.startswith(h + ".") for n in names for h in HEAVY), f"{path.name}: {names}")
+        code = "import sys, gpu_checks.module_graph\nprint(','.join(m for m in " + repr(HEAVY) + " if m in sys.modules))\n"
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "", f"imported: {r.stdout.strip()}")
+
 
 if __name__ == "__main__":
     unittest.main()

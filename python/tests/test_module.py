@@ -4,7 +4,9 @@ it touches a device. `cargo test` builds the extension and requires it
 (MAGE_REQUIRE_EXTENSION=1); run by hand without it, these tests skip."""
 
 import os
+import re
 import shutil
+import struct
 import tempfile
 import unittest
 from pathlib import Path
@@ -100,6 +102,164 @@ class Registry(unittest.TestCase):
                 with self.assertRaises(mage.MageError) as e:
                     mage.dims_from_shapes(op, shapes)
                 self.assertIn(msg, str(e.exception))
+
+
+    def raises(self, msg, f, *args, **kwargs):
+        with self.assertRaises(mage.MageError) as e:
+            f(*args, **kwargs)
+        self.assertEqual(str(e.exception), msg)
+
+    def test_bad_dims_are_mage_errors_naming_the_argument(self):
+        rule = "a dim is a whole number from 0 to 2^32 - 1"
+        for f in (mage.input_shapes, mage.output_shape, mage.cost):
+            with self.subTest(f=f.__name__):
+                self.raises(f"dims[1] is -4; {rule}", f, "layernorm", [4, -4])
+                self.raises(f"dims[0] is 4294967296; {rule}", f, "layernorm", [2**32, 8])
+                self.raises(f"dims[0] is 1000000000000000000000000000000000000000…; {rule}", f, "gelu", [10**60, 8])
+                self.raises(f"dims[1] is '8' (a str); {rule}", f, "layernorm", (4, "8"))
+                self.raises(f"dims[1] is 8.0 (a float); {rule}", f, "layernorm", [4, 8.0])
+                self.raises(f"dims[1] is True (a bool); {rule}", f, "layernorm", [4, True])
+                self.raises("dims is 5; it must be a list or tuple of whole numbers", f, "layernorm", 5)
+                self.raises("dims is '4,8' (a str); it must be a list or tuple of whole numbers", f, "layernorm", "4,8")
+                # Then as the CLI's --dims: the count, each minimum, every buffer's size.
+                self.raises("layernorm takes 2 dims (rows,width), got 3", f, "layernorm", [4, 8, 1])
+                self.raises("layernorm dim `width` is 0; it must be at least 1", f, "layernorm", [4, 0])
+                self.raises("dims 2147483648x4 overflow: input x (a.bin) would hold 8589934592 elements (at most 2^30)",
+                            f, "layernorm", [2**31, 4])
+        self.assertEqual(mage.cost("layernorm", (4, 8)), mage.cost("layernorm", [4, 8]))
+        self.assertIsNone(mage.check_inputs("gelu", [4, 8], [None, None]))
+        self.raises(f"dims[2] is -1; {rule}", mage.check_inputs, "neighbor", [4, 4, -1], [None] * 4)
+
+    def test_bad_shapes_are_mage_errors_naming_the_argument(self):
+        rule = "an axis length is a whole number from 0 to 2^64 - 1"
+        self.raises(f"shapes[0][1] is -3; {rule}", mage.dims_from_shapes, "layernorm", [[2, -3], [3], [3]])
+        self.raises(f"shapes[2][0] is 18446744073709551616; {rule}", mage.dims_from_shapes, "layernorm", [[2, 3], [3], [2**64]])
+        self.raises(f"shapes[1][0] is 3.0 (a float); {rule}", mage.dims_from_shapes, "layernorm", [[2, 3], [3.0], [3]])
+        self.raises("shapes[1] is 3; it must be a list or tuple of axis lengths", mage.dims_from_shapes, "layernorm", [[2, 3], 3, [3]])
+        self.raises("shapes is None (a NoneType); it must be a list of shapes, one per input", mage.dims_from_shapes, "layernorm", None)
+        self.raises("layernorm dim `rows` is 4294967296, more than 2^32 - 1", mage.dims_from_shapes, "layernorm",
+                    [[2**32, 3], [3], [3]])
+        self.assertEqual(mage.dims_from_shapes("layernorm", ([2, 3], (3,), [3])), [2, 3])
+
+    def test_bad_names_paths_and_devices_are_mage_errors(self):
+        ops = "matmul, gelu, layernorm, triangle, neighbor"
+        for f, args in [(mage.op_info, ()), (mage.input_shapes, ([4, 8],)), (mage.output_shape, ([4, 8],)),
+                        (mage.cost, ([4, 8],)), (mage.dims_from_shapes, ([[4, 8]],)), (mage.read_case, (".",)),
+                        (mage.check_inputs, ([4, 8], [None, None])), (mage.prepare, ("current", [], None)),
+                        (mage.launch, ("current", [], None))]:
+            with self.subTest(f=f.__name__):
+                self.raises(f"op is None (a NoneType); it must be the name of an op (a str): {ops}", f, None, *args)
+                self.raises(f"op is 3; it must be the name of an op (a str): {ops}", f, 3, *args)
+                self.raises(f"unknown op `softmax`; the ops are {ops}", f, "softmax", *args)
+        stage = "it must be a stage name (a str such as `mage-001`) or `current`"
+        self.raises(f"stage is 7; {stage}", mage.prepare, "gelu", 7, [], None)
+        self.raises(f"stage is b'current' (a bytes); {stage}", mage.launch, "gelu", b"current", [], None)
+        self.raises("inputs is 'x' (a str); it must be a list of tensors, one per input", mage.prepare, "gelu", "current", "x", None)
+        self.raises("path is 5; it must be a str or an os.PathLike naming a case directory", mage.read_case, "gelu", 5)
+        case = mage.read_case("gelu", FIXTURES / "gelu-3x257")
+        self.raises(f"stage is 1; {stage}", case.tolerance, 1)
+        self.assertEqual(case.tolerance(None), case.tolerance())
+        device = "a device is a whole number from 0 to the device count - 1 (cuda:0 is 0)"
+        for f in (mage.evict_l2, mage.reset_persisting_l2):
+            with self.subTest(f=f.__name__):
+                self.raises(f"device is -1; {device}", f, -1)
+                self.raises(f"device is -1; {device}", f, device=-1)
+                self.raises(f"device is 'cuda:0' (a str); {device}", f, "cuda:0")
+                self.raises(f"device is 18446744073709551616; {device}", f, 2**64)
+                if not os.path.exists("/dev/nvidiactl"):
+                    # The driver is asked before torch (not installed here) is imported.
+                    self.raises("no CUDA driver or device: libcuda could not be loaded", f, 0)
+
+
+@unittest.skipIf(mage is None and not REQUIRED, "the extension module `mage` is not built (cargo test builds it)")
+class Contents(unittest.TestCase):
+    """The check of the inputs' contents `prepare` makes before binding
+    (for neighbor, the CSR of the graph), run by `check_inputs` on host
+    bytes through the same Rust function."""
+
+    def setUp(self):
+        if mage is None:
+            self.fail("the extension module `mage` did not import")
+        case = mage.read_case("neighbor", FIXTURES / "neighbor-7x9x23")
+        self.dims = case.dims
+        self.inputs = case.input_bytes()
+
+    def with_u32(self, which, at, value):
+        inputs = list(self.inputs)
+        data = bytearray(inputs[which])
+        data[4 * at:4 * at + 4] = value.to_bytes(4, "little")
+        inputs[which] = bytes(data)
+        return inputs
+
+    def refused(self, msg, inputs, dims=None):
+        with self.assertRaises(mage.MageError) as e:
+            mage.check_inputs("neighbor", self.dims if dims is None else dims, inputs)
+        self.assertEqual(str(e.exception), msg)
+
+    def test_the_registry_names_what_the_check_reads(self):
+        self.assertEqual(mage.op_info("neighbor")["content_reads"], ["rowptr", "indices"])
+        for op in ["matmul", "gelu", "layernorm", "triangle"]:
+            self.assertEqual(mage.op_info(op)["content_reads"], [], op)
+            n = len(mage.op_info(op)["inputs"])
+            self.assertIsNone(mage.check_inputs(op, mage.op_info(op)["default_dims"], [None] * n))
+
+    def test_a_valid_graph_passes_with_or_without_x_and_w(self):
+        self.assertIsNone(mage.check_inputs("neighbor", self.dims, self.inputs))
+        self.assertIsNone(mage.check_inputs("neighbor", self.dims, [None, None] + self.inputs[2:]))
+        self.assertIsNone(mage.check_inputs("neighbor", self.dims, [None, None, bytearray(self.inputs[2]), self.inputs[3]]))
+        # An edgeless graph: rowptr all zeros, no indices.
+        self.assertIsNone(mage.check_inputs("neighbor", [3, 4, 0], [None, None, bytes(16), b""]))
+
+    def test_a_malformed_graph_is_refused_with_the_cli_message(self):
+        # The corruptions of docs/bad-inputs.md rows 39-42; the CLI prefixes `case DIR: `.
+        self.refused("rowptr.bin: rowptr[0] is 1; a CSR row pointer must start at 0", self.with_u32(2, 0, 1))
+        self.refused("rowptr.bin: rowptr decreases at row 2: rowptr[2] = 12 > rowptr[3] = 11", self.with_u32(2, 2, 12))
+        self.refused("rowptr.bin: rowptr[7] is 24; it must equal the edge count 23", self.with_u32(2, 7, 24))
+        self.refused("indices.bin: indices[5] is 7; every index must be below n = 7", self.with_u32(3, 5, 7))
+        # An int32 -1 is 2^32 - 1 as the kernels read it.
+        self.refused("indices.bin: indices[22] is 4294967295; every index must be below n = 7", self.with_u32(3, 22, 2**32 - 1))
+        # Refused with x and w left out, as `prepare` leaves them on the device.
+        self.refused("indices.bin: indices[5] is 7; every index must be below n = 7", [None, None] + self.with_u32(3, 5, 7)[2:])
+
+    def test_lengths_are_checked_before_contents(self):
+        short = self.inputs[2][:-4]
+        self.refused("rowptr.bin (rowptr) holds 7 U32 values; dims 7x9x23 need 8", [None, None, short, self.inputs[3]])
+        self.refused("indices.bin (indices) holds 24 U32 values; dims 7x9x23 need 23",
+                     [None, None, self.inputs[2], self.inputs[3] + bytes(4)])
+        self.refused("rowptr.bin (rowptr) holds 0 U32 values; dims 7x9x23 need 8", [None, None, b"", b""])
+        self.refused("inputs[2] (rowptr) holds 31 bytes, not a whole number of 4-byte values", [None, None, short + b"\0\0\0", self.inputs[3]])
+        self.refused("inputs[3] (indices) is None; the content check of neighbor reads it", [None, None, self.inputs[2], None])
+        self.refused("inputs[0] (x) is 1.5 (a float); it must be bytes (little-endian, 4 per value) or None",
+                     [1.5, None] + self.inputs[2:])
+        self.refused("neighbor takes 4 inputs (x, w, rowptr, indices), got 3", self.inputs[1:])
+        self.refused("inputs is None (a NoneType); it must be a list of bytes (or None), one per input", None)
+        self.refused("neighbor takes 3 dims (n,width,edges), got 2", self.inputs, dims=[7, 9])
+
+
+    def test_the_bad_graphs_of_the_gpu_script_are_refused_with_its_messages(self):
+        from gpu_checks import module_graph
+
+        n, edges = self.dims[0], self.dims[2]
+        rowptr = list(struct.unpack(f"<{n + 1}I", self.inputs[2]))
+        bads = module_graph.bad_graphs(n, edges, rowptr)
+        self.assertEqual(len(bads), 4)
+        for bad in bads:
+            with self.subTest(bad=bad["name"]):
+                which = {"rowptr": 2, "indices": 3}[bad["input"]]
+                self.refused(bad["message"], self.with_u32(which, bad["at"], bad["value"]))
+        # And at the script's sizes, on a graph of one edge per row but the last.
+        for n, edges in [(64, 1000), (4096, 65536)]:
+            rowptr = [min(i, edges) for i in range(n)] + [edges]
+            inputs = [None, None, struct.pack(f"<{n + 1}I", *rowptr), bytes(4 * edges)]
+            self.assertIsNone(mage.check_inputs("neighbor", [n, 16, edges], inputs))
+            for bad in module_graph.bad_graphs(n, edges, rowptr):
+                with self.subTest(n=n, bad=bad["name"]):
+                    broken = list(inputs)
+                    which = {"rowptr": 2, "indices": 3}[bad["input"]]
+                    data = bytearray(broken[which])
+                    data[4 * bad["at"]:4 * bad["at"] + 4] = bad["value"].to_bytes(4, "little")
+                    broken[which] = bytes(data)
+                    self.refused(bad["message"], broken, dims=[n, 16, edges])
 
 
 @unittest.skipIf(mage is None and not REQUIRED, "the extension module `mage` is not built (cargo test builds it)")
@@ -216,6 +376,24 @@ class Prepare(unittest.TestCase):
         with self.assertRaises(mage.MageError) as e:
             mage.prepare("layernorm", "mage-002", inputs, y)
         self.assertIn("no CUDA driver or device", str(e.exception))
+        # A graph is copied to the host for its check: the driver is asked
+        # before torch (not installed here) is.
+        x, w, rowptr, idx = (FakeTensor((5, 4), ptr=1 << 30), FakeTensor((9,), ptr=2 << 30),
+                             FakeTensor((6,), dtype="torch.int32", ptr=3 << 30), FakeTensor((9,), dtype="torch.int32", ptr=4 << 30))
+        for stage in ["current", "mage-001"]:
+            with self.subTest(stage=stage):
+                self.refused("no CUDA driver or device: libcuda could not be loaded", "neighbor", stage,
+                             [x, w, rowptr, idx], FakeTensor((5, 4), ptr=5 << 30))
+
+
+class Readme(unittest.TestCase):
+    def test_every_test_the_refusals_table_names_exists(self):
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        table = readme.split("## Refusals", 1)[1].split("\n## ", 1)[0]
+        names = set(re.findall(r"`(test_\w+)`", table))
+        self.assertGreaterEqual(len(names), 6)
+        defined = set(re.findall(r"def (test_\w+)", Path(__file__).read_text()))
+        self.assertEqual(names - defined, set())
 
 
 if __name__ == "__main__":

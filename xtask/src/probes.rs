@@ -29,6 +29,7 @@ const fn probe_op(inputs: &'static [Input]) -> Op {
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[],
         reference: |_, _| mage_common::numeric::Reference::default(),
         tolerance: |_, _| Tolerance::new(0.0, 0.0),

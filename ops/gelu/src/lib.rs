@@ -107,6 +107,7 @@ mod host {
         constants: &[("sqrt_2_over_pi", SQRT_2_OVER_PI), ("cubic", CUBIC)],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         // Both stages are within about 1e-6·max(1, |z|) of the exact value

@@ -393,6 +393,7 @@ mod host {
         output: &[Dim(0), Dim(1)],
         constants: &[("eps", EPS as f64)],
         check_inputs: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
         tolerance,

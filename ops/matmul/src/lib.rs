@@ -327,6 +327,7 @@ mod host {
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
+        content_reads: &[],
         generators: &[
             Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
             Generator {

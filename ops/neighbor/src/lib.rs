@@ -454,8 +454,11 @@ mod host {
     ];
 
     /// The CSR checks every launch relies on: rowptr starts at 0, never
-    /// decreases and ends at `edges`; every index is below `n`. (Lengths are
-    /// checked by [`Op::check_inputs`] before this runs.)
+    /// decreases and ends at `edges`; every index is below `n`. It reads
+    /// only rowptr and indices (inputs 2 and 3, the op's `content_reads`):
+    /// x and w may be empty, as where the Python module copies only these
+    /// two from the device. (Their lengths are checked by
+    /// [`Op::check_inputs`] or [`Op::check_contents`] before this runs.)
     pub fn check_csr(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
         let (n, edges) = (dims[0], dims[2]);
         let (rowptr, indices) = (inputs[2].as_u32(), inputs[3].as_u32());
@@ -535,6 +538,7 @@ mod host {
         constants: &[],
         check_inputs: check_csr,
         check_range: |_, _| Ok(()),
+        content_reads: &[2, 3],
         generators: &GENERATORS,
         reference,
         tolerance,

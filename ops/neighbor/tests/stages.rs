@@ -301,6 +301,36 @@ fn malformed_graphs_are_rejected_before_any_launch() {
     assert!(err.contains("indices.bin"), "{err}");
 }
 
+/// What a caller with its inputs on a device runs: only rowptr and indices
+/// on the host, x and w empty.
+#[test]
+fn the_csr_check_reads_only_rowptr_and_indices() {
+    assert_eq!(OP.content_reads, &[2, 3]);
+    let dims = [4, 4, 5];
+    let graph =
+        |rowptr: Vec<u32>, indices: Vec<u32>| vec![HostBuf::F32(vec![]), HostBuf::F32(vec![]), HostBuf::U32(rowptr), HostBuf::U32(indices)];
+    OP.check_contents(&dims, &graph(vec![0, 2, 2, 4, 5], vec![0, 3, 1, 1, 2])).unwrap();
+    let cases = [
+        (vec![1, 2, 2, 4, 5], vec![0, 3, 1, 1, 2], "rowptr.bin: rowptr[0] is 1; a CSR row pointer must start at 0"),
+        (vec![0, 3, 2, 4, 5], vec![0, 3, 1, 1, 2], "rowptr.bin: rowptr decreases at row 1: rowptr[1] = 3 > rowptr[2] = 2"),
+        (vec![0, 2, 2, 4, 4], vec![0, 3, 1, 1, 2], "rowptr.bin: rowptr[4] is 4; it must equal the edge count 5"),
+        (vec![0, 2, 2, 4, 5], vec![0, 3, 4, 1, 2], "indices.bin: indices[2] is 4; every index must be below n = 4"),
+        // Lengths before contents: a short rowptr or indices is never indexed.
+        (vec![0, 2, 2, 4], vec![0, 3, 1, 1, 2], "rowptr.bin (rowptr) holds 4 U32 values; dims 4x4x5 need 5"),
+        (vec![0, 2, 2, 4, 5], vec![0, 3, 1, 1], "indices.bin (indices) holds 4 U32 values; dims 4x4x5 need 5"),
+        (vec![], vec![], "rowptr.bin (rowptr) holds 0 U32 values; dims 4x4x5 need 5"),
+    ];
+    for (rowptr, indices, message) in cases {
+        let inputs = graph(rowptr, indices);
+        assert_eq!(OP.check_contents(&dims, &inputs).unwrap_err(), message);
+    }
+    let mut inputs = graph(vec![0, 2, 2, 4, 5], vec![0, 3, 1, 1, 2]);
+    inputs[2] = HostBuf::F32(vec![0.0; 5]);
+    assert_eq!(OP.check_contents(&dims, &inputs).unwrap_err(), "rowptr.bin (rowptr) holds 5 F32 values; dims 4x4x5 need 5");
+    assert_eq!(OP.check_contents(&dims, &inputs[..3]).unwrap_err(), "neighbor takes 4 inputs, got 3");
+    assert_eq!(OP.check_contents(&[4, 4], &inputs).unwrap_err(), "neighbor takes 3 dims (n,width,edges), got 2");
+}
+
 #[test]
 fn current_reads_the_graph_not_a_hint() {
     let pick = |dims: [u32; 3], generator: &str| {

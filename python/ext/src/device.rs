@@ -26,12 +26,32 @@ static DEVICES: Mutex<Vec<(usize, Device)>> = Mutex::new(Vec::new());
 fn with_device<T>(ordinal: usize, f: impl FnOnce(&mut Device) -> Result<T, String>) -> Result<T, String> {
     let mut devices = DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
     if !devices.iter().any(|(o, _)| *o == ordinal) {
-        let (ctx, _) = mage_runtime::gpu::device::open_context(ordinal)?;
+        let (ctx, _) = mage_runtime::gpu::device::open_context(ordinal).map_err(|e| past_the_count(ordinal).unwrap_or(e))?;
         devices.push((ordinal, Device { modules: Modules::default(), evict: None, ctx }));
     }
     let device = &mut devices.iter_mut().find(|(o, _)| *o == ordinal).expect("just added").1;
     device.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context of device {ordinal}: {:?}", e.0))?;
     f(device)
+}
+
+/// Where opening `ordinal` failed because the machine has fewer devices,
+/// a message saying so (the driver's own is `CUDA_ERROR_INVALID_DEVICE`).
+fn past_the_count(ordinal: usize) -> Option<String> {
+    // SAFETY: only tries to dlopen libcuda under its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return None;
+    }
+    let count = std::panic::catch_unwind(CudaContext::device_count).ok()?.ok()?;
+    let count = usize::try_from(count).ok().filter(|&c| c > 0 && ordinal >= c)?;
+    let names =
+        if count == 1 { "1 CUDA device (cuda:0)".to_string() } else { format!("{count} CUDA devices (cuda:0 to cuda:{})", count - 1) };
+    Some(format!("device {ordinal} is past the device count: this machine has {names}"))
+}
+
+/// Opens `ordinal`'s primary context, once: an error where there is no
+/// driver or no such device.
+pub fn ready(ordinal: usize) -> Result<(), String> {
+    with_device(ordinal, |_| Ok(()))
 }
 
 /// Binds a plan to device addresses, loading the op's PTX first if needed.

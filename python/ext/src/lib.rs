@@ -16,11 +16,40 @@
 //! contiguous, of the input's element type (`float32`; `int32` or `uint32`
 //! for index inputs) and shapes from which the op's dims follow; the output
 //! must not overlap an input. Every error is a `mage.MageError` with a
-//! one-line message, raised before anything is launched.
+//! one-line message, raised before anything is launched; an argument of
+//! the wrong kind (a negative dim, a name that is not a str, a device past
+//! the count) is one too, naming the argument and its value.
 //!
-//! Nothing here imports torch at module import: the registry functions and
-//! `read_case` work on a machine with no GPU (the tests run there).
+//! # The contents of the inputs
+//!
+//! Where an op's kernels index memory by the contents of an input, its
+//! registry names those inputs (`op_info(op)["content_reads"]`, from
+//! [`Op::content_reads`]) and `prepare` checks them before binding, with
+//! the CLI's check and message (for neighbor: rowptr starts at 0, never
+//! decreases and ends at `edges`; every index is below `n`). A graph the
+//! kernels would read out of bounds with is refused, and nothing is
+//! launched. There is no switch that skips it. Its cost, for neighbor: a
+//! device-to-host copy of rowptr and indices, `4·(n + 1 + edges)` bytes
+//! (279 kB at 4096x64x65536, 4.5 MB at 65536x64x1048576), after one
+//! synchronisation of PyTorch's current stream, then a linear scan of
+//! both. This is why `prepare` (and `launch`) of neighbor synchronises the
+//! stream, for every stage; for `current` it already did, to copy rowptr
+//! for the dispatcher, and that copy is now the same one (each input is
+//! copied once). The other ops read no contents, and their `prepare`
+//! copies nothing to the host.
+//!
+//! A `Call` checks again, before its launch, where torch counts a write to
+//! one of those inputs since the last check (an in-place op bumps a
+//! tensor's `_version`): the same copy and scan, that call only. A write
+//! torch does not count (through `.data`, DLPack, another library's
+//! kernel) is not seen: `prepare` again after one. `check_inputs(op, dims,
+//! inputs)` runs the same check on host bytes, with no GPU.
+//!
+//! Nothing here imports torch at module import: the registry functions,
+//! `check_inputs` and `read_case` work on a machine with no GPU (the tests
+//! run there).
 
+mod args;
 mod device;
 mod tensor;
 
@@ -29,16 +58,13 @@ use mage_common::op::{CURRENT, Extent, HostBuf, Op, Picked};
 use mage_runtime::gpu::BoundPlan;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use std::sync::{Mutex, PoisonError};
 use tensor::Tensor;
 
 pyo3::create_exception!(mage, MageError, pyo3::exceptions::PyException, "A bad argument or a failed launch; the message says which.");
 
 pub(crate) fn error(msg: impl Into<String>) -> PyErr {
     MageError::new_err(msg.into())
-}
-
-fn find(op: &str) -> PyResult<&'static Op> {
-    mage_runtime::ops::find(op).map_err(error)
 }
 
 /// The names of every op.
@@ -58,11 +84,13 @@ fn extent_text(op: &Op, e: &Extent) -> String {
 /// `inputs` (each `{file, role, elem, shape}` with the shape in dim
 /// names), `output` (the same), `constants` (`{"eps": 1e-05}`), `stages`
 /// (`[{name, summary}]`, oldest first), `current` (`{summary, reads}`),
+/// `content_reads` (the roles of the inputs whose contents `prepare`
+/// checks on the host, `["rowptr", "indices"]` for neighbor),
 /// `generators` (`[{name, summary}]`, the default first), `sweep`
 /// (`[{dims, generator}]`).
 #[pyfunction]
-fn op_info<'py>(py: Python<'py>, op: &str) -> PyResult<Bound<'py, PyDict>> {
-    let op = find(op)?;
+fn op_info<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let op = args::op(op)?;
     let d = PyDict::new(py);
     d.set_item("name", op.name)?;
     d.set_item("dim_names", op.dim_names.to_vec())?;
@@ -101,6 +129,7 @@ fn op_info<'py>(py: Python<'py>, op: &str) -> PyResult<Bound<'py, PyDict>> {
     current.set_item("summary", op.current.summary)?;
     current.set_item("reads", op.current.reads.iter().map(|&i| op.inputs[i].role).collect::<Vec<_>>())?;
     d.set_item("current", current)?;
+    d.set_item("content_reads", op.content_reads.iter().map(|&i| op.inputs[i].role).collect::<Vec<_>>())?;
     let generators = PyList::empty(py);
     for g in op.generators {
         let e = PyDict::new(py);
@@ -120,19 +149,26 @@ fn op_info<'py>(py: Python<'py>, op: &str) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// An op and its dims, each a whole number below 2^32, checked as by the
+/// CLI's `--dims` (their count, each dim's minimum, every buffer's size).
+fn op_and_dims(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<(&'static Op, Vec<u32>)> {
+    let op = args::op(op)?;
+    let dims = args::dims(dims)?;
+    op.check_dims(&dims).map_err(error)?;
+    Ok((op, dims))
+}
+
 /// Each input's shape for these dims, outermost first.
 #[pyfunction]
-fn input_shapes(op: &str, dims: Vec<u32>) -> PyResult<Vec<Vec<usize>>> {
-    let op = find(op)?;
-    op.check_dims(&dims).map_err(error)?;
+fn input_shapes(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    let (op, dims) = op_and_dims(op, dims)?;
     Ok(op.input_shapes(&dims))
 }
 
 /// The output's shape for these dims.
 #[pyfunction]
-fn output_shape(op: &str, dims: Vec<u32>) -> PyResult<Vec<usize>> {
-    let op = find(op)?;
-    op.check_dims(&dims).map_err(error)?;
+fn output_shape(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let (op, dims) = op_and_dims(op, dims)?;
     Ok(op.output_shape(&dims))
 }
 
@@ -140,16 +176,57 @@ fn output_shape(op: &str, dims: Vec<u32>) -> PyResult<Vec<usize>> {
 /// memory (each input read once, the output written once) and its
 /// floating-point operations.
 #[pyfunction]
-fn cost(op: &str, dims: Vec<u32>) -> PyResult<(u64, u64)> {
-    let op = find(op)?;
-    op.check_dims(&dims).map_err(error)?;
+fn cost(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<(u64, u64)> {
+    let (op, dims) = op_and_dims(op, dims)?;
     Ok((op.cost)(&dims))
 }
 
 /// The dims of a call whose inputs have these shapes.
 #[pyfunction]
-fn dims_from_shapes(op: &str, shapes: Vec<Vec<usize>>) -> PyResult<Vec<u32>> {
-    find(op)?.dims_from_shapes(&shapes).map_err(error)
+fn dims_from_shapes(op: &Bound<'_, PyAny>, shapes: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    let op = args::op(op)?;
+    op.dims_from_shapes(&args::shapes(shapes)?).map_err(error)
+}
+
+/// The op's content check (a graph's CSR) on host buffers: the code
+/// `prepare` runs on the inputs it copies from the device. Only the inputs
+/// of `op_info(op)["content_reads"]` are looked at; the others may be
+/// empty.
+fn check_contents(op: &Op, dims: &[u32], host: &[HostBuf]) -> PyResult<()> {
+    op.check_contents(dims, host).map_err(error)
+}
+
+/// Runs the check `prepare` makes of the inputs' contents before binding
+/// (for neighbor: rowptr starts at 0, never decreases and ends at `edges`;
+/// every index is below `n`) on host bytes: `inputs` holds, in the op's
+/// order, each input's little-endian bytes (`case.input_bytes()`), or
+/// `None` for an input the check does not read (see `op_info`'s
+/// `content_reads`). Raises `MageError` with the message `prepare` gives.
+#[pyfunction]
+fn check_inputs(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>) -> PyResult<()> {
+    let (op, dims) = op_and_dims(op, dims)?;
+    let given = args::items(inputs, "inputs", "a list of bytes (or None), one per input")?;
+    if given.len() != op.inputs.len() {
+        let roles: Vec<_> = op.inputs.iter().map(|i| i.role).collect();
+        return Err(error(format!("{} takes {} inputs ({}), got {}", op.name, op.inputs.len(), roles.join(", "), given.len())));
+    }
+    let mut host = Vec::with_capacity(given.len());
+    for (i, (obj, spec)) in given.iter().zip(op.inputs).enumerate() {
+        let what = format!("inputs[{i}] ({})", spec.role);
+        host.push(match args::input_bytes(obj, &what)? {
+            None if op.content_reads.contains(&i) => {
+                return Err(error(format!("{what} is None; the content check of {} reads it", op.name)));
+            }
+            // As in `prepare`, an input the check does not read stays empty.
+            _ if !op.content_reads.contains(&i) => HostBuf::empty(spec.elem),
+            Some(b) if b.len() % 4 != 0 => {
+                return Err(error(format!("{what} holds {} bytes, not a whole number of 4-byte values", b.len())));
+            }
+            Some(b) => HostBuf::from_le_bytes(spec.elem, &b),
+            None => unreachable!("a None the check reads is refused above"),
+        });
+    }
+    check_contents(op, &dims, &host)
 }
 
 /// A case directory read and checked (input.json, every input's length and
@@ -199,11 +276,12 @@ impl CaseDir {
     /// element by element (`m` from `magnitudes()`); the op's, or with
     /// `stage` that stage's (its own where it is outside the op's contract).
     #[pyo3(signature = (stage = None))]
-    fn tolerance<'py>(&self, py: Python<'py>, stage: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
-        if let Some(s) = stage {
+    fn tolerance<'py>(&self, py: Python<'py>, stage: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+        let stage = stage.filter(|s| !s.is_none()).map(args::stage).transpose()?;
+        if let Some(s) = &stage {
             self.op.check_stage_name(s).map_err(error)?;
         }
-        let t = self.op.tolerance_for(stage.unwrap_or(CURRENT), &self.case.spec.dims, &self.case.inputs);
+        let t = self.op.tolerance_for(stage.as_deref().unwrap_or(CURRENT), &self.case.spec.dims, &self.case.inputs);
         let d = PyDict::new(py);
         d.set_item("abs", t.abs)?;
         d.set_item("rel", t.rel)?;
@@ -234,9 +312,9 @@ impl CaseDir {
 
 /// Reads and checks the case directory `path` of `op`.
 #[pyfunction]
-fn read_case(op: &str, path: std::path::PathBuf) -> PyResult<CaseDir> {
-    let op = find(op)?;
-    let case = fixtures::read_case(&path, op).map_err(error)?;
+fn read_case(op: &Bound<'_, PyAny>, path: &Bound<'_, PyAny>) -> PyResult<CaseDir> {
+    let op = args::op(op)?;
+    let case = fixtures::read_case(&args::path(path)?, op).map_err(error)?;
     Ok(CaseDir { op, case })
 }
 
@@ -253,13 +331,51 @@ struct Call {
     device: usize,
     /// The plan's scratch tensors (allocated here), which it writes.
     scratch: Vec<Py<PyAny>>,
-    _keep: Vec<Py<PyAny>>,
+    /// The inputs as read at `prepare`.
+    tensors: Vec<Tensor>,
+    /// The torch version counters (`_version`) of the inputs the content
+    /// check reads, when they were last checked.
+    checked: Mutex<Vec<Option<i64>>>,
+    /// The inputs, then the output.
+    keep: Vec<Py<PyAny>>,
+}
+
+/// A tensor's torch version counter (`None` for an object without one, or
+/// an inference tensor). Read before the inputs are copied for the check:
+/// torch may release the GIL while the stream synchronises, and a write
+/// from another thread then must count as after the check.
+fn version(obj: &Bound<'_, PyAny>) -> Option<i64> {
+    obj.getattr("_version").ok().and_then(|v| v.extract().ok())
+}
+
+impl Call {
+    /// Checks the contents again where torch counts a write to an input the
+    /// content check reads since it last ran (an in-place op bumps a
+    /// tensor's `_version`).
+    fn recheck_written(&self, py: Python<'_>) -> PyResult<()> {
+        if self.op.content_reads.is_empty() {
+            return Ok(());
+        }
+        let now: Vec<_> = self.op.content_reads.iter().map(|&i| version(self.keep[i].bind(py))).collect();
+        // Not held across Python calls: torch may release the GIL there.
+        if now == *self.checked.lock().unwrap_or_else(PoisonError::into_inner) {
+            return Ok(());
+        }
+        let host = tensor::copy_to_host(py, self.device, &self.tensors, self.op.content_reads)?;
+        check_contents(self.op, &self.dims, &host)?;
+        *self.checked.lock().unwrap_or_else(PoisonError::into_inner) = now;
+        Ok(())
+    }
 }
 
 #[pymethods]
 impl Call {
-    /// Launches the plan once on PyTorch's current stream (asynchronous).
+    /// Launches the plan once on PyTorch's current stream (asynchronous),
+    /// after checking the contents again where torch counts a write to an
+    /// input the content check reads (a graph's rowptr or indices) since
+    /// `prepare`.
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        self.recheck_written(py)?;
         let stream = tensor::current_stream(py, self.device)?;
         device::launch(self.device, &self.bound, stream).map_err(error)
     }
@@ -318,13 +434,23 @@ impl Call {
 
 /// Binds `stage` of `op` (`current`, or a stage such as `mage-006`) to
 /// CUDA tensors: `inputs` in the op's order, `output` written. The dims
-/// follow from the inputs' shapes; `current` picks its stage from them
-/// (and, where the op's dispatcher reads data, from those inputs, copied
-/// to the host once here). Returns a callable `Call`.
+/// follow from the inputs' shapes; the inputs the op's content check
+/// reads (a graph's rowptr and indices) are copied to the host and
+/// checked, and `current` picks its stage from the dims (and, where the
+/// op's dispatcher reads data, from those inputs, copied to the host in
+/// the same pass: each input once). Returns a callable `Call`.
 #[pyfunction]
-fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>, output: Bound<'_, PyAny>) -> PyResult<Call> {
-    let op = find(op)?;
-    op.check_stage_name(stage).map_err(error)?;
+fn prepare(
+    py: Python<'_>,
+    op: &Bound<'_, PyAny>,
+    stage: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    output: Bound<'_, PyAny>,
+) -> PyResult<Call> {
+    let op = args::op(op)?;
+    let stage = args::stage(stage)?;
+    op.check_stage_name(&stage).map_err(error)?;
+    let inputs = args::items(inputs, "inputs", "a list of tensors, one per input")?;
     if inputs.len() != op.inputs.len() {
         let roles: Vec<_> = op.inputs.iter().map(|i| i.role).collect();
         return Err(error(format!("{} takes {} inputs ({}), got {}", op.name, op.inputs.len(), roles.join(", "), inputs.len())));
@@ -338,14 +464,18 @@ fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>,
         return Err(error(format!("output is {:?}; {} {} writes {:?}", out.shape, op.name, Op::dims_label(&dims), op.output_shape(&dims))));
     }
     tensor::check_no_overlap(&tensors, &out, op)?;
-    // The dispatcher reads only its `reads`: copy those to the host.
-    let mut host: Vec<HostBuf> = op.inputs.iter().map(|i| HostBuf::empty(i.elem)).collect();
+    // On the host: the inputs the content check reads and, for `current`,
+    // those the dispatcher reads, each copied once; the others stay empty.
+    let mut reads = op.content_reads.to_vec();
     if stage == CURRENT {
-        for &i in op.current.reads {
-            host[i] = tensors[i].to_host(py, device)?;
-        }
+        reads.extend(op.current.reads);
     }
-    let picked = op.pick(stage, &dims, &host).map_err(error)?;
+    reads.sort_unstable();
+    reads.dedup();
+    let checked = Mutex::new(op.content_reads.iter().map(|&i| version(&inputs[i])).collect());
+    let host = tensor::copy_to_host(py, device, &tensors, &reads)?;
+    check_contents(op, &dims, &host)?;
+    let picked = op.pick(&stage, &dims, &host).map_err(error)?;
     let plan = op.plan_for(picked.stage, &dims).map_err(error)?;
     let scratch: Vec<Bound<'_, PyAny>> = plan.scratch.iter().map(|&n| tensor::empty_f32(py, n, device)).collect::<PyResult<_>>()?;
     let scratch_ptrs: Vec<u64> = scratch.iter().map(|s| Tensor::read(s, "scratch", None).map(|t| t.ptr)).collect::<PyResult<_>>()?;
@@ -354,12 +484,18 @@ fn prepare(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>,
     let mut keep: Vec<Py<PyAny>> = inputs.iter().map(|t| t.clone().unbind()).collect();
     keep.push(output.unbind());
     let scratch = scratch.into_iter().map(Bound::unbind).collect();
-    Ok(Call { op, picked, dims, bound, plan, device, scratch, _keep: keep })
+    Ok(Call { op, picked, dims, bound, plan, device, scratch, tensors, checked, keep })
 }
 
 /// `prepare(...)` then one call; returns the name of the stage that ran.
 #[pyfunction]
-fn launch(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>, output: Bound<'_, PyAny>) -> PyResult<&'static str> {
+fn launch(
+    py: Python<'_>,
+    op: &Bound<'_, PyAny>,
+    stage: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    output: Bound<'_, PyAny>,
+) -> PyResult<&'static str> {
     let call = prepare(py, op, stage, inputs, output)?;
     call.__call__(py)?;
     Ok(call.picked.stage.name)
@@ -368,17 +504,26 @@ fn launch(py: Python<'_>, op: &str, stage: &str, inputs: Vec<Bound<'_, PyAny>>, 
 /// Resets the persisting L2 lines of `device`'s primary context
 /// (`cuCtxResetPersistingL2Cache`); no access-policy window is ever set.
 #[pyfunction]
-#[pyo3(signature = (device = 0))]
-fn reset_persisting_l2(device: usize) -> PyResult<()> {
-    device::reset_persisting_l2(device).map_err(error)
+#[pyo3(signature = (device = None))]
+fn reset_persisting_l2(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    device::reset_persisting_l2(device_arg(device)?).map_err(error)
+}
+
+/// A `device=` argument: 0 if left out; its context opened here, so that a
+/// device past the count is refused before torch is asked for its stream.
+fn device_arg(device: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+    let ordinal = device.filter(|d| !d.is_none()).map(args::device).transpose()?.unwrap_or(0);
+    device::ready(ordinal).map_err(error)?;
+    Ok(ordinal)
 }
 
 /// Enqueues, on PyTorch's current stream, a memset of a 256 MiB buffer, so
 /// that L2 holds none of what follows. A memset, not a kernel: kernel
 /// records never count it.
 #[pyfunction]
-#[pyo3(signature = (device = 0))]
-fn evict_l2(py: Python<'_>, device: usize) -> PyResult<()> {
+#[pyo3(signature = (device = None))]
+fn evict_l2(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let device = device_arg(device)?;
     let stream = tensor::current_stream(py, device)?;
     device::evict_l2(device, stream).map_err(error)
 }
@@ -396,6 +541,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
     m.add_function(wrap_pyfunction!(dims_from_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(cost, m)?)?;
+    m.add_function(wrap_pyfunction!(check_inputs, m)?)?;
     m.add_function(wrap_pyfunction!(read_case, m)?)?;
     m.add_function(wrap_pyfunction!(prepare, m)?)?;
     m.add_function(wrap_pyfunction!(launch, m)?)?;

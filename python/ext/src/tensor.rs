@@ -53,16 +53,33 @@ impl Tensor {
         Ok(Tensor { role: role.into(), device, elem, shape, ptr: obj.call_method0("data_ptr")?.extract()?, bytes: numel * 4 })
     }
 
-    /// This tensor's contents on the host (after PyTorch's current stream
-    /// has finished what it holds).
-    pub fn to_host(&self, py: Python<'_>, device: usize) -> PyResult<HostBuf> {
-        sync_current_stream(py, device)?;
+    /// This tensor's contents on the host (PyTorch's current stream must
+    /// have finished what it holds).
+    fn to_host(&self, device: usize) -> PyResult<HostBuf> {
         let words = crate::device::copy_to_host(device, self.ptr, self.bytes as usize / 4).map_err(error)?;
         Ok(match self.elem {
             Elem::U32 => HostBuf::U32(words),
             Elem::F32 => HostBuf::F32(words.into_iter().map(f32::from_bits).collect()),
         })
     }
+}
+
+/// The inputs numbered in `which` on the host, once PyTorch's current
+/// stream has finished what it holds (one synchronisation for them all);
+/// every other input an empty buffer. With `which` empty the device is not
+/// touched.
+pub fn copy_to_host(py: Python<'_>, device: usize, inputs: &[Tensor], which: &[usize]) -> PyResult<Vec<HostBuf>> {
+    let mut host: Vec<HostBuf> = inputs.iter().map(|t| HostBuf::empty(t.elem)).collect();
+    if which.is_empty() {
+        return Ok(host);
+    }
+    // The driver first: without one the error says so, before torch is asked.
+    crate::device::ready(device).map_err(error)?;
+    sync_current_stream(py, device)?;
+    for &i in which {
+        host[i] = inputs[i].to_host(device)?;
+    }
+    Ok(host)
 }
 
 /// The one device every tensor is on.
