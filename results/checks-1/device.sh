@@ -7,10 +7,10 @@ O=${OUT:?}
 B=$PWD/dist/mage
 export PYTHONUNBUFFERED=1 PYTHONPATH=$B/python:$PWD/python
 cd "$B"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/device.txt" 2>&1
-./mage doctor >> "$O/device.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu-check.txt" 2>&1
+./mage doctor >> "$O/gpu-check.txt" 2>&1
 # gpu-check: the contract, every stage GPU against the emulator and, now, against the reference.
-./mage gpu-check > "$O/gpu-check.txt" 2>&1; echo "exit $?" >> "$O/gpu-check.txt"
+./mage gpu-check >> "$O/gpu-check.txt" 2>&1; echo "exit $?" >> "$O/gpu-check.txt"
 # Every op at its default dims, and matmul at transformer hidden sizes and the odd shapes, every stage.
 {
   for op in layernorm gelu triangle matmul; do ./mage run $op --no-timing; echo "exit $?"; done
@@ -43,5 +43,5 @@ timeout 240 ./mage compare matmul neighbor layernorm --quick --namespace checks-
 f=$(find / -path /proc -prune -o -name comparison.json -path '*checks-quick*' -print 2>/dev/null | head -1); [ -n "$f" ] && cp "$f" "$O/comparison-quick.json"
 cd "$B/../.."
 tail -n 3 "$O"/gpu-check.txt "$O"/module-graph.txt "$O"/memcheck.txt
-grep -c "exit 0" "$O/run.txt"; grep -vc "exit 0" "$O/run.txt"
-grep -c "exit 0" "$O/scale.txt"; grep "exit [1-9]" "$O/scale.txt" | head -20
+echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other"
+echo "scale: $(grep -c 'exit 0' "$O/scale.txt") exit 0, $(grep -c 'exit [1-9]' "$O/scale.txt") other"; grep "exit [1-9]" "$O/scale.txt" | head -20

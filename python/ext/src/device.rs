@@ -26,7 +26,12 @@ static DEVICES: Mutex<Vec<(usize, Device)>> = Mutex::new(Vec::new());
 fn with_device<T>(ordinal: usize, f: impl FnOnce(&mut Device) -> Result<T, String>) -> Result<T, String> {
     let mut devices = DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
     if !devices.iter().any(|(o, _)| *o == ordinal) {
-        let (ctx, _) = mage_runtime::gpu::device::open_context(ordinal).map_err(|e| past_the_count(ordinal).unwrap_or(e))?;
+        // The count first: asking the driver for a device past it is an API
+        // error that compute-sanitizer reports, even when it is refused here.
+        if let Some(e) = past_the_count(ordinal) {
+            return Err(e);
+        }
+        let (ctx, _) = mage_runtime::gpu::device::open_context(ordinal)?;
         devices.push((ordinal, Device { modules: Modules::default(), evict: None, ctx }));
     }
     let device = &mut devices.iter_mut().find(|(o, _)| *o == ordinal).expect("just added").1;
@@ -41,7 +46,12 @@ fn past_the_count(ordinal: usize) -> Option<String> {
     if !unsafe { sys::is_culib_present() } {
         return None;
     }
-    let count = std::panic::catch_unwind(CudaContext::device_count).ok()?.ok()?;
+    let count = std::panic::catch_unwind(|| {
+        cudarc::driver::result::init()?;
+        CudaContext::device_count()
+    })
+    .ok()?
+    .ok()?;
     let count = usize::try_from(count).ok().filter(|&c| c > 0 && ordinal >= c)?;
     let names =
         if count == 1 { "1 CUDA device (cuda:0)".to_string() } else { format!("{count} CUDA devices (cuda:0 to cuda:{})", count - 1) };
