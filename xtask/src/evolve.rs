@@ -87,6 +87,7 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     if a.emulate && !a.audit {
         return Err("--emulate applies to --audit; the search measures on the GPU".into());
     }
+    check_flags(a)?;
     match (a.audit, a.report, a.list) {
         (false, false, false) => search(space()?, a),
         (true, false, false) => run_audit(space()?, a),
@@ -96,16 +97,39 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     }
 }
 
+/// Refuses a flag the chosen command would ignore (`--list --compare F`).
+fn check_flags(a: &EvolveArgs) -> Result<(), String> {
+    let command = match (a.audit, a.report, a.list) {
+        (true, false, false) => "--audit",
+        (false, true, false) => "--report",
+        (false, false, true) => "--list",
+        (false, false, false) => "the search",
+        _ => return Ok(()),
+    };
+    // Each flag, whether it was given, and the commands it applies to.
+    let flags: [(&str, bool, &[&str]); 5] = [
+        ("--compare", !a.compare.is_empty(), &["--report"]),
+        ("--from", a.from.is_some(), &["the search"]),
+        ("--resume", a.resume, &["the search"]),
+        ("--namespace", a.namespace.is_some(), &["the search", "--audit", "--report"]),
+        ("--dims", a.dims.is_some(), &["the search", "--audit", "--list"]),
+    ];
+    match flags.iter().find(|(_, given, applies)| *given && !applies.contains(&command)) {
+        Some((flag, _, applies)) => Err(format!("{flag} does not apply to {command}; it is for {}", applies.join(", "))),
+        None => Ok(()),
+    }
+}
+
 /// `evolve --list`: knobs, sizes, stage points, and every configuration
 /// (with whether it fits the dims).
 fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     let dims = space.op.dims_or_default(a.dims.as_deref())?;
-    println!("{} space: {}", space.op.name, space.summary);
+    say!("{} space: {}", space.op.name, space.summary);
     for k in space.knobs {
-        println!("  {:<10} {:<60} {}", k.name, k.values.join(" "), k.summary);
+        say!("  {:<10} {:<60} {}", k.name, k.values.join(" "), k.summary);
     }
     let configs = space.configs();
-    println!(
+    say!(
         "{} combinations, {} built ({} kernel entries), {} fit {}",
         space.product().len(),
         configs.len(),
@@ -114,7 +138,7 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
         Op::dims_label(&dims)
     );
     for p in space.stages {
-        println!("  {} = {} ({})", p.stage, p.config, p.likeness);
+        say!("  {} = {} ({})", p.stage, p.config, p.likeness);
     }
     let rows: Vec<Vec<String>> = configs
         .iter()
@@ -127,7 +151,7 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
             Err(why) => vec![space.id(c), "-".into(), "-".into(), why],
         })
         .collect();
-    println!("{}", table(&["configuration", "kernels", "shared B", Op::dims_label(&dims).as_str()], &rows));
+    say!("{}", table(&["configuration", "kernels", "shared B", Op::dims_label(&dims).as_str()], &rows));
     Ok(())
 }
 
@@ -182,13 +206,13 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
         let md = report::markdown(l, alt.as_ref())?;
         mage_common::fixtures::write_atomic(&l.path.with_extension("md"), md.as_bytes())?;
         report::svg(l, alt.as_ref(), &l.path.with_extension("svg"))?;
-        println!("{}\n{}", l.path.with_extension("md").display(), l.path.with_extension("svg").display());
+        say!("{}\n{}", l.path.with_extension("md").display(), l.path.with_extension("svg").display());
         rows.push((l, alt));
     }
     let summary = format!("# evolve runs in `{ns}`\n\n{}", report::summary(&rows));
     let path = dir.join("evolve-summary.md");
     mage_common::fixtures::write_atomic(&path, summary.as_bytes())?;
-    println!("{summary}\n{}", path.display());
+    say!("{summary}\n{}", path.display());
     Ok(())
 }
 
@@ -286,17 +310,17 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         environment,
         started_utc: now_utc(),
     })))?;
-    println!("ledger: {}", path.display());
+    say!("ledger: {}", path.display());
 
     let mut measurer = measure::OnGpu { bench: &bench, current: &current, space };
     match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations)? {
-        run::Ended::Done { measured } => println!("{measured} generations measured"),
-        run::Ended::Exhausted { measured, incumbent } => println!(
+        run::Ended::Done { measured } => say!("{measured} generations measured"),
+        run::Ended::Exhausted { measured, incumbent } => say!(
             "{measured} generations measured; every one-knob change of {incumbent}, and every pair of them, has been tried: a local optimum of this space"
         ),
     }
-    println!("{}", report::progress_table(&ledger));
-    println!("ledger: {}\nrender: evolve --report --namespace {ns}", path.display());
+    say!("{}", report::progress_table(&ledger));
+    say!("ledger: {}\nrender: evolve --report --namespace {ns}", path.display());
     Ok(())
 }
 

@@ -270,7 +270,7 @@ pub fn plot(namespace: &str) -> Result<(), String> {
         }
     }
     for w in written {
-        println!("{}", w.display());
+        say!("{}", w.display());
     }
     Ok(())
 }
