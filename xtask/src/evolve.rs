@@ -158,8 +158,11 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
 fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     let dir = match &a.namespace {
         Some(ns) => namespace_dir(&results_root(), ns)?,
-        None => std::env::temp_dir().join("mage-evolve-audit"),
+        None => crate::outputs::temp_dir("the audit")?.join("mage-evolve-audit"),
     };
+    // The audit is written after every configuration ran: a destination
+    // that cannot take it is found now.
+    crate::outputs::check_writable(&dir, "--namespace")?;
     if a.emulate {
         let rows = space.audit_on_emulator(space.audit_dims, a.seed)?;
         return audit::finish(space, "emulator", &rows, &dir);
@@ -184,7 +187,7 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
         .compare
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = crate::outputs::read_text(p, "--compare")?;
             Ok((p.display().to_string(), serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?))
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -223,6 +226,8 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let ns = a.namespace.as_deref().ok_or("name the evidence: --namespace NAME")?;
     let path = namespace_dir(&results_root(), ns)?.join(file_name(op.name, &dims));
     let mut ledger = Ledger::open(&path, a.resume, op.name, &dims)?;
+    // The ledger's first line is written after the baseline's GPU work.
+    crate::outputs::check_writable(path.parent().expect("results/NAME/file"), "--namespace")?;
     let resumed_from = ledger.starts().next().map(|s| s.from.clone());
     let from = match (&a.from, &resumed_from) {
         (Some(f), Some(r)) if f != r => return Err(format!("{} started from {r}, not {f}", path.display())),

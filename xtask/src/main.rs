@@ -227,7 +227,8 @@ fn main() -> ExitCode {
         // --help and --version, and help for a bare command, print as clap does.
         Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         Err(e) => {
-            eprintln!("{}", usage_error_line(&e.render().to_string()));
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", usage_error_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
@@ -256,7 +257,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e == stdout::CLOSED_PIPE => ExitCode::from(stdout::CLOSED_PIPE_STATUS),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Where stderr cannot be written either, the exit code still says.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -41,10 +41,22 @@ pub enum Out {
     /// A regular file (new, or replaced): written to a temporary beside it
     /// and renamed; a symlink's target is the file, the link stays.
     Atomic(PathBuf),
-    /// A character device or a FIFO (`/dev/null`, `/dev/stdout`, a pipe):
-    /// opened and written, never replaced; nothing is replaced, so no
-    /// `--force` is needed.
+    /// A character device or a FIFO (`/dev/null`, a pipe): opened and
+    /// written, never replaced; nothing is replaced, so no `--force` is
+    /// needed.
     Through(PathBuf),
+    /// This process's stdout (`/dev/stdout`, or the file stdout goes to):
+    /// written after what the command prints, never replaced nor reopened
+    /// (a reopened file would be written from its start, over the report).
+    Stdout,
+}
+
+/// Whether `m` is the file this process's stdout is.
+fn is_stdout(m: &std::fs::Metadata) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let out = std::io::stdout().as_fd().try_clone_to_owned().ok().map(std::fs::File::from);
+    out.and_then(|f| f.metadata().ok()).is_some_and(|s| s.dev() == m.dev() && s.ino() == m.ino())
 }
 
 /// The program running, and the Python module beside it (a bundle's
@@ -119,6 +131,9 @@ pub fn check_out_file(path: &Path, reads: &[PathBuf], force: bool) -> Result<Out
         Err(_) => return Ok(Out::Atomic(path.to_path_buf())),
     };
     let t = target.file_type();
+    if is_stdout(&target) {
+        return Ok(Out::Stdout);
+    }
     if t.is_char_device() || t.is_fifo() {
         return Ok(Out::Through(path.to_path_buf()));
     }
@@ -144,12 +159,36 @@ pub fn write_out(out: &Out, bytes: &[u8], replace: bool) -> Result<(), String> {
     match out {
         Out::Atomic(path) if replace => mage_common::fixtures::write_atomic(path, bytes),
         Out::Atomic(path) => mage_common::fixtures::write_new(path, bytes),
+        Out::Stdout => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    crate::stdout::CLOSED_PIPE.to_string()
+                } else {
+                    format!("writing to stdout: {e}")
+                }
+            })
+        }
         Out::Through(path) => {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
             f.write_all(bytes).and_then(|()| f.flush()).map_err(|e| format!("writing {}: {e}", path.display()))
         }
     }
+}
+
+/// Reads a text file a flag names (`--compare F`), only if it is a regular
+/// file: a FIFO would block.
+pub fn read_text(path: &Path, flag: &str) -> Result<String, String> {
+    use mage_common::fixtures::{ReadError, read_regular};
+    let p = path.display();
+    let bytes = read_regular(path, |_| true).map_err(|e| match e {
+        ReadError::Io(e) => format!("{flag} {p}: {e}"),
+        ReadError::NotRegular(kind) => format!("{flag} {p} is {kind}, not a regular file"),
+        ReadError::Size(n) => format!("{flag} {p}: {n} bytes"),
+    })?;
+    String::from_utf8(bytes).map_err(|e| format!("{flag} {p} is not UTF-8 text: {e}"))
 }
 
 /// The temp directory, where `TMPDIR` (if set) names a directory that

@@ -191,6 +191,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             return Err(unsupported(op, stage, &dims));
         }
     }
+    if a.force && a.out.is_none() {
+        return Err("--force applies to --out (it replaces an existing file), and no --out is named".into());
+    }
     let out_to = match &a.out {
         Some(out) => {
             let reads: Vec<PathBuf> =
@@ -271,6 +274,9 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         .map(|w| (w.dims.to_vec(), op.generator(Some(w.generator)).map(|g| g.name)))
         .map(|(d, g)| g.map(|g| (d, g)))
         .collect::<Result<_, _>>()?;
+    if a.force && a.namespace.is_none() {
+        return Err("--force applies to --namespace (it replaces the namespace's sweep-<op>.json), and no --namespace is named".into());
+    }
     if let Some(g) = a.generator.as_deref().filter(|_| a.dims.is_empty()) {
         return Err(format!(
             "--gen {g} applies to the extra --dims shapes, and none is named; the sweep's own shapes keep their generators"
@@ -431,6 +437,9 @@ pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
     let dims = dims_hint(a.dims.as_deref(), op.dims_or_default(a.dims.as_deref()))?;
     let generator = op.generator(a.generator.as_deref())?;
+    if a.allow_nonfinite && a.constant.is_none() {
+        return Err("--allow-nonfinite applies to --constant (generated inputs are always finite), and no --constant is named".into());
+    }
     if let Some(c) = a.constant.filter(|c| !c.is_finite() && !a.allow_nonfinite) {
         return Err(format!("--constant {c} is not finite; pass --allow-nonfinite to write such a case (running it needs the flag too)"));
     }

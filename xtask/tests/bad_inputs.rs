@@ -1486,3 +1486,69 @@ fn interrupted_fixtures_leave_no_staging() {
     let left: Vec<PathBuf> = snapshot(s.path()).into_keys().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+// Siblings: the same flaws through other flags.
+
+#[test]
+fn out_is_stdout_itself() {
+    let s = Scratch::new("out-stdout-file");
+    std::os::unix::fs::symlink("/dev/stdout", s.join("stdout")).unwrap();
+    let report = s.join("report.txt");
+    let mut cmd = mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "stdout"]);
+    cmd.stdout(std::fs::File::create(&report).unwrap());
+    let out = within(cmd, 120);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The report, then the output after it: neither replaced nor written over.
+    let bytes = std::fs::read(&report).unwrap();
+    assert!(bytes.len() > 4 * 128 * 4 && bytes.starts_with(b"layernorm on the emulator"), "{} bytes", bytes.len());
+    assert_eq!(std::fs::read_link(s.join("stdout")).unwrap(), Path::new("/dev/stdout"));
+}
+
+#[test]
+fn flag_whose_partner_is_missing() {
+    let s = Scratch::new("flag-partner");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "4,128", "--emulate", "--force"],
+        "--force applies to --out (it replaces an existing file), and no --out is named$",
+    );
+    refused(
+        s.path(),
+        &["sweep", "layernorm", "--emulate", "--results", "results", "--force"],
+        "--force applies to --namespace (it replaces the namespace's sweep-<op>.json), and no --namespace is named$",
+    );
+    refused(
+        s.path(),
+        &["fixtures", "layernorm", "--dims", "4,64", "--out", "case", "--allow-nonfinite"],
+        "--allow-nonfinite applies to --constant (generated inputs are always finite), and no --constant is named$",
+    );
+}
+
+#[test]
+fn evolve_compare_that_is_a_fifo() {
+    let s = Scratch::new("evolve-compare-fifo");
+    std::fs::create_dir_all(s.join("results/x")).unwrap();
+    mkfifo(&s.join("comparison.json"));
+    let before = [snapshot(s.path())];
+    let out = within(mage_cmd(s.path(), &["evolve", "--report", "--namespace", "x", "--compare", "comparison.json"]), 60);
+    assert_refused(&before, &[s.path()], out, "--compare comparison.json is a FIFO, not a regular file$");
+}
+
+#[test]
+fn an_error_with_stderr_on_a_full_disk_still_exits_1() {
+    let s = Scratch::new("stderr-full");
+    let out = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["run", "nosuch", "--emulate"])
+        .stderr(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(REFUSED));
+    let out = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["run", "--dimz", "4"])
+        .stderr(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(USAGE));
+}
