@@ -2,7 +2,8 @@
 //! `mage_common::cleanup` (a staged case, an atomic write's hidden file,
 //! a work folder) are removed, then the process exits with 128 + the
 //! signal's number (130 for Ctrl-C). The handler only writes the signal's
-//! number to a pipe; a thread reads it and cleans up.
+//! number to a pipe; a thread reads it and cleans up. A signal ignored when
+//! the process starts (`nohup`) stays ignored.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -46,8 +47,13 @@ pub fn clean_up_on_interrupt() {
     });
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a plain handler that only calls write(2); SA_RESTART so
-        // the main thread's reads and writes go on until the exit.
+        // the main thread's reads and writes go on until the exit. A signal
+        // the parent ignores (`nohup`, a background job) stays ignored.
         unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0 || old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as usize;
             action.sa_flags = libc::SA_RESTART;

@@ -1552,3 +1552,22 @@ fn an_error_with_stderr_on_a_full_disk_still_exits_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(USAGE));
 }
+
+#[test]
+fn an_ignored_hangup_stays_ignored() {
+    // As under `nohup`: SIGHUP ignored before the binary starts.
+    let s = Scratch::new("nohup");
+    let script = format!("trap '' HUP; exec '{BIN}' fixtures layernorm --dims 4096,4096 --out case");
+    let mut child = Command::new("sh").current_dir(s.path()).args(["-c", &script]).spawn().unwrap();
+    let staged = s.join(&format!(".case.new{}", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !staged.exists() && child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no staging folder after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(s.join("case/input.json").is_file());
+}
