@@ -19,7 +19,7 @@ impl GpuLock {
         if std::env::var_os(HELD_BY_PARENT).is_some() {
             return Ok(GpuLock(None));
         }
-        crate::runner::gpu_present()?;
+        crate::runner::gpu_present(what)?;
         let path = crate::outputs::temp_dir("the GPU lock, mage-gpu.lock,")?.join("mage-gpu.lock");
         GpuLock::take(&path, what)
     }

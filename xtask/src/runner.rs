@@ -22,9 +22,16 @@ fn emulate_hint() -> String {
 }
 
 /// Whether there is a GPU at all (before any wait for the GPU lock): the
-/// same error as [`open_gpu`]'s without a driver or device.
-pub fn gpu_present() -> Result<(), String> {
-    mage_runtime::gpu::device::driver_present().map_err(|e| format!("{e}; {}", emulate_hint()))
+/// same error as [`open_gpu`]'s without a driver or device, for `command`
+/// (`run`, `compare`); only the commands that have `--emulate` point to it.
+pub fn gpu_present(command: &str) -> Result<(), String> {
+    mage_runtime::gpu::device::driver_present().map_err(|e| {
+        if ["run", "sweep", "evolve --audit"].contains(&command) {
+            format!("{e}; {}", emulate_hint())
+        } else {
+            format!("{e}; {command} needs a GPU; see `{} doctor`, line `CUDA driver`", mage_common::tools::command_name())
+        }
+    })
 }
 
 pub fn open_gpu() -> Result<Gpu, String> {

@@ -1571,3 +1571,19 @@ fn an_ignored_hangup_stays_ignored() {
     assert_eq!(status.code(), Some(0), "{status}");
     assert!(s.join("case/input.json").is_file());
 }
+
+#[test]
+fn compare_without_a_gpu() {
+    if has_gpu() {
+        return;
+    }
+    let s = Scratch::new("compare-no-gpu");
+    let tmp = s.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["compare", "--namespace", "x"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = within(cmd, 120);
+    let e = assert_refused(&before, &[s.path()], out, "no CUDA driver or device: ");
+    assert!(e.ends_with("; compare needs a GPU; see `cargo xtask doctor`, line `CUDA driver`"), "{e}");
+}
