@@ -60,11 +60,17 @@ fn is_stdout(m: &std::fs::Metadata) -> bool {
 }
 
 /// The program running, and the Python module beside it (a bundle's
-/// `python/mage.abi3.so`): never an output.
+/// `python/mage.abi3.so`, or in a checkout the one built under
+/// `target/python/`): never an output.
 fn own_files() -> Vec<(PathBuf, &'static str)> {
+    use mage_common::tools::{EXTENSION_FILE, Home, home};
     let Some(exe) = std::env::current_exe().ok().and_then(|e| e.canonicalize().ok()) else { return vec![] };
-    let module = exe.parent().map(|d| d.join("python").join(mage_common::tools::EXTENSION_FILE));
-    std::iter::once((exe, "the program running")).chain(module.map(|m| (m, "the Python module beside the program running"))).collect()
+    let mut modules: Vec<PathBuf> = exe.parent().map(|d| d.join("python").join(EXTENSION_FILE)).into_iter().collect();
+    if let Home::Checkout(root) = home() {
+        modules.extend(["debug", "release"].map(|p| root.join("target/python").join(p).join(EXTENSION_FILE)));
+    }
+    let what = "the Python module beside the program running";
+    std::iter::once((exe, "the program running")).chain(modules.into_iter().map(|m| (m, what))).collect()
 }
 
 /// The case `path` would land in, if its folder holds a case

@@ -63,6 +63,8 @@ pub fn nsight(
     op.check_stage_name(stage)?;
     let generator = op.generator(generator)?.name;
     let dims = op.dims_or_default(dims)?;
+    // The report lands there after the profiled run: checked first.
+    crate::outputs::check_writable(out_dir, "--out")?;
     let _lock = crate::lock::GpuLock::acquire("nsight")?;
     std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let base = out_dir.join(format!("{}-{stage}-{}", op.name, op.workload_label(&dims, generator).replace(' ', "-")));

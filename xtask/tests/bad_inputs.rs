@@ -1587,3 +1587,13 @@ fn compare_without_a_gpu() {
     let e = assert_refused(&before, &[s.path()], out, "no CUDA driver or device: ");
     assert!(e.ends_with("; compare needs a GPU; see `cargo xtask doctor`, line `CUDA driver`"), "{e}");
 }
+
+#[test]
+fn nsight_out_that_cannot_be_written() {
+    let s = Scratch::new("nsight-read-only");
+    let Some(_ro) = ReadOnly::new(s.join("reports")) else {
+        eprintln!("no read-only directory can be made here; nothing to check");
+        return;
+    };
+    refused(s.path(), &["nsight", "layernorm", "--out", "reports"], "--out reports: no file can be created there: ");
+}
