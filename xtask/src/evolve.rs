@@ -187,7 +187,7 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
         .compare
         .iter()
         .map(|p| {
-            let text = crate::outputs::read_text(p, "--compare")?;
+            let text = crate::outputs::read_text(p, Some("--compare"))?;
             Ok((p.display().to_string(), serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?))
         })
         .collect::<Result<Vec<_>, String>>()?;

@@ -184,17 +184,20 @@ pub fn write_out(out: &Out, bytes: &[u8], replace: bool) -> Result<(), String> {
     }
 }
 
-/// Reads a text file a flag names (`--compare F`), only if it is a regular
-/// file: a FIFO would block.
-pub fn read_text(path: &Path, flag: &str) -> Result<String, String> {
+/// Reads a text file (evidence, or one a flag names: `--compare F`), only
+/// if it is a regular file: a FIFO would block. `flag` starts the message.
+pub fn read_text(path: &Path, flag: Option<&str>) -> Result<String, String> {
     use mage_common::fixtures::{ReadError, read_regular};
-    let p = path.display();
+    let p = match flag {
+        Some(f) => format!("{f} {}", path.display()),
+        None => path.display().to_string(),
+    };
     let bytes = read_regular(path, |_| true).map_err(|e| match e {
-        ReadError::Io(e) => format!("{flag} {p}: {e}"),
-        ReadError::NotRegular(kind) => format!("{flag} {p} is {kind}, not a regular file"),
-        ReadError::Size(n) => format!("{flag} {p}: {n} bytes"),
+        ReadError::Io(e) => format!("{p}: {e}"),
+        ReadError::NotRegular(kind) => format!("{p} is {kind}, not a regular file"),
+        ReadError::Size(n) => format!("{p}: {n} bytes"),
     })?;
-    String::from_utf8(bytes).map_err(|e| format!("{flag} {p} is not UTF-8 text: {e}"))
+    String::from_utf8(bytes).map_err(|e| format!("{p} is not UTF-8 text: {e}"))
 }
 
 /// The temp directory, where `TMPDIR` (if set) names a directory that

@@ -1018,9 +1018,11 @@ fn out_to_a_device_or_a_fifo_is_written_through() {
     let fifo = s.join("fifo");
     let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap());
     let got = within(mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "fifo"]), 120);
+    // Checked before the reader is joined: a FIFO replaced by a file would
+    // leave the reader waiting for a writer for ever.
+    assert_eq!(snapshot(s.path()), before, "a link or the FIFO was replaced");
     assert_eq!(got.code, Some(0), "{}", got.stderr);
     assert_eq!(reader.join().unwrap().len(), 4 * 128 * 4);
-    assert_eq!(snapshot(s.path()), before, "a link or the FIFO was replaced");
     assert!(is_char_device(Path::new("/dev/null")));
 }
 
@@ -1596,4 +1598,17 @@ fn nsight_out_that_cannot_be_written() {
         return;
     };
     refused(s.path(), &["nsight", "layernorm", "--out", "reports"], "--out reports: no file can be created there: ");
+}
+
+#[test]
+fn evidence_that_is_a_fifo() {
+    let s = Scratch::new("evidence-fifo");
+    std::fs::create_dir_all(s.join("results/x")).unwrap();
+    mkfifo(&s.join("results/x/comparison.json"));
+    mkfifo(&s.join("results/x/evolve-layernorm-4096x768.jsonl"));
+    let before = [snapshot(s.path())];
+    let out = within(mage_cmd(s.path(), &["plot", "x"]), 60);
+    assert_refused(&before, &[s.path()], out, "results/x/comparison.json is a FIFO, not a regular file$");
+    let out = within(mage_cmd(s.path(), &["evolve", "--report", "--namespace", "x"]), 60);
+    assert_refused(&before, &[s.path()], out, "results/x/evolve-layernorm-4096x768.jsonl is a FIFO, not a regular file$");
 }
