@@ -53,18 +53,20 @@ pub struct EvolveArgs {
     /// Start from this stage's point of the space (`mage-006`) or a configuration id.
     #[arg(long)]
     pub from: Option<String>,
-    /// Generations to measure in this session (pruned proposals do not count).
-    #[arg(long, default_value_t = 12)]
-    pub generations: u32,
+    /// Generations to measure in this session (pruned proposals do not
+    /// count); 12 if omitted.
+    #[arg(long)]
+    pub generations: Option<u32>,
     /// The evidence's name: the ledger is results/<NAME>/evolve-<op>-<shape>.jsonl.
     #[arg(long)]
     pub namespace: Option<String>,
     /// Continue an existing ledger (it is refused otherwise, never overwritten).
     #[arg(long)]
     pub resume: bool,
-    /// Seed of the generated inputs.
-    #[arg(long, default_value_t = DEFAULT_SEED)]
-    pub seed: u64,
+    /// Seed of the generated inputs (the search, and --audit --emulate);
+    /// 20260910 if omitted.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Run every configuration against the reference instead of searching.
     #[arg(long)]
     pub audit: bool,
@@ -100,6 +102,7 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
 /// Refuses a flag the chosen command would ignore (`--list --compare F`).
 fn check_flags(a: &EvolveArgs) -> Result<(), String> {
     let command = match (a.audit, a.report, a.list) {
+        (true, false, false) if a.emulate => "--audit --emulate",
         (true, false, false) => "--audit",
         (false, true, false) => "--report",
         (false, false, true) => "--list",
@@ -107,12 +110,15 @@ fn check_flags(a: &EvolveArgs) -> Result<(), String> {
         _ => return Ok(()),
     };
     // Each flag, whether it was given, and the commands it applies to.
-    let flags: [(&str, bool, &[&str]); 5] = [
+    let flags: [(&str, bool, &[&str]); 7] = [
         ("--compare", !a.compare.is_empty(), &["--report"]),
         ("--from", a.from.is_some(), &["the search"]),
         ("--resume", a.resume, &["the search"]),
-        ("--namespace", a.namespace.is_some(), &["the search", "--audit", "--report"]),
+        ("--generations", a.generations.is_some(), &["the search"]),
+        ("--namespace", a.namespace.is_some(), &["the search", "--audit", "--audit --emulate", "--report"]),
+        // The audit on the emulator runs the space's own small shapes.
         ("--dims", a.dims.is_some(), &["the search", "--audit", "--list"]),
+        ("--seed", a.seed.is_some(), &["the search", "--audit --emulate"]),
     ];
     match flags.iter().find(|(_, given, applies)| *given && !applies.contains(&command)) {
         Some((flag, _, applies)) => Err(format!("{flag} does not apply to {command}; it is for {}", applies.join(", "))),
@@ -164,7 +170,7 @@ fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     // that cannot take it is found now.
     crate::outputs::check_writable(&dir, "--namespace")?;
     if a.emulate {
-        let rows = space.audit_on_emulator(space.audit_dims, a.seed)?;
+        let rows = space.audit_on_emulator(space.audit_dims, a.seed.unwrap_or(DEFAULT_SEED))?;
         return audit::finish(space, "emulator", &rows, &dir);
     }
     let op = space.op;
@@ -242,7 +248,8 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let gpu = crate::runner::open_gpu()?;
     let clocks_start = gpu.clocks();
     eprintln!("{} {}: inputs and the f64 reference", op.name, Op::dims_label(&dims));
-    let inputs = op.generate(&dims, a.seed);
+    let seed = a.seed.unwrap_or(DEFAULT_SEED);
+    let inputs = op.generate(&dims, seed);
     let reference = op.reference_on_all_cores(&dims, &inputs);
     let device_inputs = gpu.upload(&inputs)?;
     let control_dims = CONTROL.default_dims;
@@ -285,7 +292,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         "toolchain": mage_runtime::BUILD_RUSTC,
         "ptxas_snapshots": mage_common::tools::PTXAS_VERSION,
         "ptx_sha256": ptx_sha256,
-        "seed": a.seed,
+        "seed": seed,
     });
     ledger.append(Entry::Start(Box::new(Start {
         session,
@@ -318,7 +325,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     say!("ledger: {}", path.display());
 
     let mut measurer = measure::OnGpu { bench: &bench, current: &current, space };
-    match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations)? {
+    match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations.unwrap_or(12))? {
         run::Ended::Done { measured } => say!("{measured} generations measured"),
         run::Ended::Exhausted { measured, incumbent } => say!(
             "{measured} generations measured; every one-knob change of {incumbent}, and every pair of them, has been tried: a local optimum of this space"

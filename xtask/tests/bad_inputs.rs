@@ -1266,6 +1266,16 @@ fn evolve_flag_that_does_not_apply() {
         &["evolve", "--report", "--namespace", "x", "--from", "mage-002"],
         "--from does not apply to --report; it is for the search$",
     );
+    refused(
+        s.path(),
+        &["evolve", "layernorm", "--audit", "--emulate", "--dims", "8,64"],
+        "--dims does not apply to --audit --emulate; it is for the search, --audit, --list$",
+    );
+    refused(
+        s.path(),
+        &["evolve", "layernorm", "--list", "--seed", "3"],
+        "--seed does not apply to --list; it is for the search, --audit --emulate$",
+    );
 }
 
 #[test]
