@@ -94,7 +94,7 @@ fn case_holding(path: &Path) -> Option<(PathBuf, String)> {
         _ => PathBuf::from("."),
     };
     let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    files.contains(&name).then(|| (if link { dir } else { given }, name))
+    files.contains(&name).then_some((if link { dir } else { given }, name))
 }
 
 /// Checks `--out FILE` before anything runs: not a directory (nor a name
