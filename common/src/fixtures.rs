@@ -5,9 +5,13 @@
 //! * `input.json`: op, dims, seed, warmup, iterations;
 //! * one little-endian file per input (`a.bin`, `b.bin`, `c.bin`, and
 //!   `rowptr.bin`, `indices.bin` as u32 for the neighbor op);
-//! * `inputs.sha256.json`: the sha256 of each input file;
 //! * optionally `expected.bin`: the output an independent implementation
-//!   computed (golden fixtures under `fixtures/`).
+//!   computed (golden fixtures under `fixtures/`);
+//! * `inputs.sha256.json`: the sha256 of each input file and of
+//!   `expected.bin` where there is one.
+//!
+//! Every file of a case is read only if it is a regular file of the size
+//! the dims need (a FIFO or a device would block or never end).
 //!
 //! The generator is SplitMix64 feeding a Box–Muller transform, written out
 //! here so the bytes never change with a dependency's version.
@@ -69,8 +73,9 @@ pub fn normal_input(seed: u64, k: u64, n: usize) -> Vec<f32> {
     Rng::stream(seed, k).normal_vec(n, 0.0, DEFAULT_STD)
 }
 
-/// The `input.json` of a case.
+/// The `input.json` of a case; a key it does not know is an error.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CaseSpec {
     pub op: String,
     pub dims: Vec<u32>,
@@ -101,9 +106,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Writes a case's files into `dir` (creating it), each through a
-/// temporary file and a rename. [`create_case`] is the one to call where
-/// `dir` may already hold something.
-pub fn write_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf]) -> Result<(), String> {
+/// temporary file and a rename, with `expected.bin` where `expected` is
+/// given; `inputs.sha256.json` records every one of them. [`create_case`]
+/// is the one to call where `dir` may already hold something.
+pub fn write_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf], expected: Option<&[f32]>) -> Result<(), String> {
     op.check_inputs(&spec.dims, inputs)?;
     fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let mut sums = BTreeMap::new();
@@ -112,6 +118,15 @@ pub fn write_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf]) -> R
         let bytes = buf.to_le_bytes();
         sums.insert(name.clone(), sha256_hex(&bytes));
         write_atomic(&dir.join(&name), &bytes)?;
+    }
+    if let Some(values) = expected {
+        let n = op.output_len(&spec.dims);
+        if values.len() != n {
+            return Err(format!("expected.bin: {} values; the output has {n}", values.len()));
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        sums.insert(EXPECTED.into(), sha256_hex(&bytes));
+        write_atomic(&dir.join(EXPECTED), &bytes)?;
     }
     write_atomic(&dir.join("inputs.sha256.json"), json_bytes(&sums).as_slice())?;
     write_atomic(&dir.join("input.json"), json_bytes(spec).as_slice())?;
@@ -130,9 +145,11 @@ pub enum Destination {
 }
 
 /// Whether a case may be written at `dir`: nothing there, or an empty
-/// directory, or (only with `replace`) an existing case. A file, or a
-/// directory with other contents, is refused even with `replace`.
-pub fn case_destination(dir: &Path, replace: bool) -> Result<Destination, String> {
+/// directory, or (only with `replace`) an existing case that holds nothing
+/// but a case's files. A file, a directory with other contents, or a case
+/// holding anything else (notes, a folder) is refused even with `replace`:
+/// replacing it whole would delete them.
+pub fn case_destination(dir: &Path, op: &Op, replace: bool) -> Result<Destination, String> {
     let d = dir.display();
     let meta = match fs::symlink_metadata(dir) {
         Ok(m) => m,
@@ -148,32 +165,76 @@ pub fn case_destination(dir: &Path, replace: bool) -> Result<Destination, String
     } else if !dir.join("input.json").is_file() {
         Err(format!("{d} is a directory that holds other files, not a case (no input.json); name a new or empty directory"))
     } else if replace {
-        Ok(Destination::Case)
+        let others = foreign_entries(dir, op)?;
+        if others.is_empty() {
+            Ok(Destination::Case)
+        } else {
+            let (n, shown) = (others.len(), others.iter().take(3).cloned().collect::<Vec<_>>().join(", "));
+            let more = if n > 3 { format!(" and {} more", n - 3) } else { String::new() };
+            Err(format!(
+                "the case {d} also holds {shown}{more}, not files of a case; --force replaces a case whole, so move {} out first or name another directory",
+                if n == 1 { "it" } else { "them" }
+            ))
+        }
     } else {
         Err(format!("the directory {d} already holds a case; pass --force to replace it whole (expected.bin included)"))
     }
+}
+
+/// The entries of a case directory that are not files of a case: of `op`,
+/// or of the op its `input.json` names. Sorted; a folder ends in `/`.
+fn foreign_entries(dir: &Path, op: &Op) -> Result<Vec<String>, String> {
+    let d = dir.display();
+    let mut ours = case_files(op);
+    let named = fs::read_to_string(dir.join("input.json")).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let named = named.as_ref().and_then(|v| v["op"].as_str()).unwrap_or_default().to_string();
+    if named != op.name {
+        // The case being replaced may be of another op, with other inputs;
+        // any op's input file names are a case's.
+        ours.extend(["a", "b", "c", "rowptr", "indices"].iter().map(|f| format!("{f}.bin")));
+    }
+    let mut others = vec![];
+    for entry in fs::read_dir(dir).map_err(|e| format!("{d}: {e}"))? {
+        let entry = entry.map_err(|e| format!("{d}: {e}"))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if !is_file {
+            others.push(if entry.file_type().is_ok_and(|t| t.is_dir()) { format!("{name}/") } else { name });
+        } else if !ours.contains(&name) {
+            others.push(name);
+        }
+    }
+    others.sort();
+    Ok(others)
 }
 
 /// Writes a case directory whole, or not at all: the files go to a
 /// temporary directory beside `dir`, renamed to `dir` once complete. An
 /// existing case at `dir` is replaced only with `replace`, and then every
 /// old file goes (a stale `expected.bin` would pass against new inputs).
+/// Interrupted (a signal, see [`crate::cleanup`]), the staging goes and
+/// the old case stays.
 pub fn create_case(dir: &Path, op: &Op, spec: &CaseSpec, inputs: &[HostBuf], replace: bool) -> Result<(), String> {
-    let destination = case_destination(dir, replace)?;
+    let destination = case_destination(dir, op, replace)?;
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
     let staged = temp_beside(dir, "new");
-    let written = write_case(&staged, op, spec, inputs).and_then(|()| match destination {
+    let _staged = crate::cleanup::temporary(&staged);
+    let written = write_case(&staged, op, spec, inputs, None).and_then(|()| match destination {
         Destination::New | Destination::Empty => rename(&staged, dir),
         Destination::Case => {
             let old = temp_beside(dir, "old");
-            rename(dir, &old)?;
-            if let Err(e) = rename(&staged, dir) {
-                let _ = fs::rename(&old, dir);
-                return Err(e);
+            let _old = crate::cleanup::moved_aside(&old, dir);
+            {
+                let _whole = crate::cleanup::critical();
+                rename(dir, &old)?;
+                if let Err(e) = rename(&staged, dir) {
+                    let _ = fs::rename(&old, dir);
+                    return Err(e);
+                }
             }
             fs::remove_dir_all(&old).map_err(|e| format!("removing the replaced case {}: {e}", old.display()))
         }
@@ -188,10 +249,19 @@ fn rename(from: &Path, to: &Path) -> Result<(), String> {
     fs::rename(from, to).map_err(|e| format!("renaming {} to {}: {e}", from.display(), to.display()))
 }
 
+/// The independent output of a case, where it has one.
+pub const EXPECTED: &str = "expected.bin";
+
 /// The files of a case that `run --case` reads, by name.
 pub fn case_files(op: &Op) -> Vec<String> {
     let inputs = op.inputs.iter().map(|i| format!("{}.bin", i.file));
-    ["input.json", "inputs.sha256.json"].into_iter().map(String::from).chain(inputs).chain(["expected.bin".to_string()]).collect()
+    ["input.json", "inputs.sha256.json"].into_iter().map(String::from).chain(inputs).chain([EXPECTED.to_string()]).collect()
+}
+
+/// The files of a case `inputs.sha256.json` records: every input, and
+/// `expected.bin`.
+pub fn hashed_files(op: &Op) -> Vec<String> {
+    op.inputs.iter().map(|i| format!("{}.bin", i.file)).chain([EXPECTED.to_string()]).collect()
 }
 
 fn json_bytes<T: serde::Serialize>(v: &T) -> Vec<u8> {
@@ -214,6 +284,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         return Err(format!("{} is a directory; name a file", path.display()));
     }
     let tmp = temp_beside(path, "tmp");
+    let _tmp = crate::cleanup::temporary(&tmp);
     let synced = || -> std::io::Result<()> {
         let mut f = fs::File::create(&tmp)?;
         std::io::Write::write_all(&mut f, bytes)?;
@@ -234,6 +305,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// an error and stays as it was.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let tmp = temp_beside(path, "tmp");
+    let _tmp = crate::cleanup::temporary(&tmp);
     let exists = || format!("{} exists; it is left as it was", path.display());
     let written = fs::write(&tmp, bytes).map_err(|e| format!("writing {}: {e}", path.display())).and_then(|()| {
         // A hard link never replaces its target, so a file that appeared
@@ -249,14 +321,82 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
     written
 }
 
+/// The most a case's JSON file (`input.json`, `inputs.sha256.json`) may hold.
+pub const JSON_LIMIT: u64 = 1 << 20;
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(t: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why a file of a case cannot be read as one.
+pub enum ReadError {
+    /// Opening or reading failed (missing, no permission).
+    Io(std::io::Error),
+    /// Not a regular file (`a FIFO`, `a directory`): never read.
+    NotRegular(&'static str),
+    /// A regular file of this many bytes, not the size wanted: never read.
+    Size(u64),
+}
+
+/// Reads `path` only if it is a regular file (a FIFO would block, a device
+/// never end) whose size `size_ok` accepts; both are checked on the opened
+/// file before a byte is read. It is opened without blocking, so a FIFO
+/// with no writer does not hang the open.
+pub fn read_regular(path: &Path, size_ok: impl Fn(u64) -> bool) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(ReadError::Io)?;
+    let meta = f.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(kind_of(meta.file_type())));
+    }
+    if !size_ok(meta.len()) {
+        return Err(ReadError::Size(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut bytes).map_err(ReadError::Io)?;
+    if !size_ok(bytes.len() as u64) {
+        return Err(ReadError::Size(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Reads a case's JSON file (`input.json`, `inputs.sha256.json`): a
+/// regular file of at most [`JSON_LIMIT`] bytes, in UTF-8, a leading byte
+/// order mark (as some editors write) skipped.
+fn read_case_json(dir: &Path, name: &str) -> Result<String, String> {
+    let d = dir.display();
+    let bytes = read_regular(&dir.join(name), |n| n <= JSON_LIMIT).map_err(|e| match e {
+        ReadError::Io(e) => format!("case {d}: {name}: {e}"),
+        ReadError::NotRegular(kind) => format!("case {d}: {name} is {kind}, not a regular file"),
+        ReadError::Size(n) => format!("case {d}: {name} holds {n} bytes; a case's JSON file holds at most {JSON_LIMIT}"),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("case {d}: {name} is not UTF-8 text: {e}"))?;
+    Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
+}
+
 /// Reads and checks a case's `input.json` alone: it names this op, dims
-/// the op accepts and one of its generators.
+/// the op accepts and one of its generators, and no key it does not know.
 pub fn read_spec(dir: &Path, op: &Op) -> Result<CaseSpec, String> {
     let d = dir.display();
     if !dir.is_dir() {
         return Err(format!("case {d} is not a directory"));
     }
-    let spec_text = fs::read_to_string(dir.join("input.json")).map_err(|e| format!("case {d}: input.json: {e}"))?;
+    let spec_text = read_case_json(dir, "input.json")?;
     let spec: CaseSpec = serde_json::from_str(&spec_text).map_err(|e| format!("case {d}: input.json: {e}"))?;
     if spec.op != op.name {
         return Err(format!("case {d} is a `{}` case, not `{}`", spec.op, op.name));
@@ -266,46 +406,66 @@ pub fn read_spec(dir: &Path, op: &Op) -> Result<CaseSpec, String> {
     Ok(spec)
 }
 
-/// Reads and checks a case: `input.json` names this op and valid dims,
-/// every input file is present, of the right length, and matches its sha256.
+/// Checks `bytes` of the case file `name` against `inputs.sha256.json`.
+fn check_sha256(d: &std::path::Display, sha256: &BTreeMap<String, String>, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let got = sha256_hex(bytes);
+    match sha256.get(name) {
+        Some(s) if *s == got => Ok(()),
+        Some(s) => Err(format!("case {d}: {name} has sha256 {got}, but inputs.sha256.json records {s}")),
+        None => Err(format!("case {d}: inputs.sha256.json has no entry for {name}")),
+    }
+}
+
+/// Reads and checks a case: `input.json` names this op and valid dims;
+/// `inputs.sha256.json` names only files of the case; every input file,
+/// and `expected.bin` where there is one, is a regular file of the right
+/// length whose sha256 is recorded and matches.
 pub fn read_case(dir: &Path, op: &Op) -> Result<Case, String> {
     let d = dir.display();
     let spec = read_spec(dir, op)?;
-    let sums_text = fs::read_to_string(dir.join("inputs.sha256.json")).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
+    let sums_text = read_case_json(dir, "inputs.sha256.json")?;
     let sha256: BTreeMap<String, String> = serde_json::from_str(&sums_text).map_err(|e| format!("case {d}: inputs.sha256.json: {e}"))?;
+    let hashed = hashed_files(op);
+    if let Some(stray) = sha256.keys().find(|k| !hashed.contains(k)) {
+        return Err(format!(
+            "case {d}: inputs.sha256.json records {stray}, which is not a file of a {} case ({})",
+            op.name,
+            hashed.join(", ")
+        ));
+    }
     let lens = op.input_lens(&spec.dims);
     let mut inputs = vec![];
     for (input, want) in op.inputs.iter().zip(&lens) {
         let name = format!("{}.bin", input.file);
-        let bytes = fs::read(dir.join(&name)).map_err(|e| format!("case {d}: {name} ({}): {e}", input.role))?;
-        if bytes.len() != want * 4 {
-            return Err(format!(
-                "case {d}: {name} ({}) holds {} bytes; dims {} need {} ({want} values)",
+        let need = *want as u64 * 4;
+        let bytes = read_regular(&dir.join(&name), |n| n == need).map_err(|e| match e {
+            ReadError::Io(e) => format!("case {d}: {name} ({}): {e}", input.role),
+            ReadError::NotRegular(kind) => format!("case {d}: {name} ({}) is {kind}, not a regular file", input.role),
+            ReadError::Size(n) => format!(
+                "case {d}: {name} ({}) holds {n} bytes; dims {} need {need} ({want} values)",
                 input.role,
-                bytes.len(),
-                Op::dims_label(&spec.dims),
-                want * 4
-            ));
-        }
-        let got = sha256_hex(&bytes);
-        match sha256.get(&name) {
-            Some(s) if *s == got => {}
-            Some(s) => return Err(format!("case {d}: {name} has sha256 {got}, but inputs.sha256.json records {s}")),
-            None => return Err(format!("case {d}: inputs.sha256.json has no entry for {name}")),
-        }
+                Op::dims_label(&spec.dims)
+            ),
+        })?;
+        check_sha256(&d, &sha256, &name, &bytes)?;
         inputs.push(HostBuf::from_le_bytes(input.elem, &bytes));
     }
     op.check_inputs(&spec.dims, &inputs).map_err(|e| format!("case {d}: {e}"))?;
-    let expected = match fs::read(dir.join("expected.bin")) {
+    let n = op.output_len(&spec.dims);
+    let expected = match read_regular(&dir.join(EXPECTED), |len| len == n as u64 * 4) {
         Ok(bytes) => {
-            let n = op.output_len(&spec.dims);
-            if bytes.len() != n * 4 {
-                return Err(format!("case {d}: expected.bin holds {} bytes; the output has {n} values", bytes.len()));
-            }
+            check_sha256(&d, &sha256, EXPECTED, &bytes)?;
             Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("case {d}: expected.bin: {e}")),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            if sha256.contains_key(EXPECTED) {
+                return Err(format!("case {d}: inputs.sha256.json records {EXPECTED}, which the case does not have"));
+            }
+            None
+        }
+        Err(ReadError::Io(e)) => return Err(format!("case {d}: {EXPECTED}: {e}")),
+        Err(ReadError::NotRegular(kind)) => return Err(format!("case {d}: {EXPECTED} is {kind}, not a regular file")),
+        Err(ReadError::Size(len)) => return Err(format!("case {d}: {EXPECTED} holds {len} bytes; the output has {n} values")),
     };
     Ok(Case { dir: dir.to_path_buf(), spec, inputs, sha256, expected })
 }
@@ -374,18 +534,23 @@ mod tests {
     #[test]
     fn only_new_empty_or_replaceable_case_directories_are_destinations() {
         let dir = scratch_dir("destination");
-        assert_eq!(case_destination(&dir.join("new"), false), Ok(Destination::New));
+        let op = &crate::control::CONTROL;
+        assert_eq!(case_destination(&dir.join("new"), op, false), Ok(Destination::New));
         fs::create_dir(dir.join("empty")).unwrap();
-        assert_eq!(case_destination(&dir.join("empty"), false), Ok(Destination::Empty));
+        assert_eq!(case_destination(&dir.join("empty"), op, false), Ok(Destination::Empty));
         fs::create_dir(dir.join("case")).unwrap();
         fs::write(dir.join("case/input.json"), "{}").unwrap();
-        assert!(case_destination(&dir.join("case"), false).unwrap_err().contains("pass --force"));
-        assert_eq!(case_destination(&dir.join("case"), true), Ok(Destination::Case));
+        assert!(case_destination(&dir.join("case"), op, false).unwrap_err().contains("pass --force"));
+        assert_eq!(case_destination(&dir.join("case"), op, true), Ok(Destination::Case));
+        fs::write(dir.join("case/NOTES.md"), "").unwrap();
+        fs::create_dir(dir.join("case/plots")).unwrap();
+        let e = case_destination(&dir.join("case"), op, true).unwrap_err();
+        assert!(e.contains("also holds NOTES.md, plots/, not files of a case"), "{e}");
         fs::create_dir(dir.join("other")).unwrap();
         fs::write(dir.join("other/notes.txt"), "").unwrap();
-        assert!(case_destination(&dir.join("other"), true).unwrap_err().contains("not a case"));
+        assert!(case_destination(&dir.join("other"), op, true).unwrap_err().contains("not a case"));
         fs::write(dir.join("file"), "").unwrap();
-        assert!(case_destination(&dir.join("file"), true).unwrap_err().contains("not a directory"));
+        assert!(case_destination(&dir.join("file"), op, true).unwrap_err().contains("not a directory"));
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -9,8 +9,8 @@
 //!   on the host, a [`Kernel`] the emulator and the GPU runner can launch.
 //! * host only: [`emu`] (the emulator), [`op`] (what an op crate registers),
 //!   [`numeric`] (f64 references, tolerances and the numerical contract),
-//!   [`fixtures`] (deterministic inputs and case directories), [`tools`]
-//!   (PTX builds and ptxas).
+//!   [`fixtures`] (deterministic inputs and case directories), [`cleanup`]
+//!   (temporaries removed on an interrupt), [`tools`] (PTX builds and ptxas).
 //!
 //! This crate never depends on an op crate.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
@@ -27,6 +27,8 @@ pub mod stats;
 
 pub use kernel::Kernel;
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod cleanup;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -295,7 +295,9 @@ class Cases(unittest.TestCase):
             self.assertEqual(len(case.reference()), 8 * out)
             self.assertEqual(len(case.magnitudes()), 8 * out)
             self.assertEqual(len(case.input_bytes()), len(mage.op_info(op)["inputs"]))
-            self.assertEqual(sorted(case.sha256), sorted(i["file"] for i in mage.op_info(op)["inputs"]))
+            # Every file of a committed case is recorded: its inputs and expected.bin.
+            files = [i["file"] for i in mage.op_info(op)["inputs"]] + ["expected.bin"]
+            self.assertEqual(sorted(case.sha256), sorted(files))
             n += 1
         self.assertGreaterEqual(n, 15)
         power = mage.read_case("neighbor", str(FIXTURES / "neighbor-64x16x2000-power-law"))

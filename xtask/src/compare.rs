@@ -60,10 +60,49 @@ pub struct CompareArgs {
     pub quick: bool,
 }
 
-/// Where results go: the workspace's `results/` in a checkout, else `./results`.
+/// Where results go and are read from: `results/` in the current
+/// directory, in a checkout (whose root `cargo xtask` is run from) and in a
+/// bundle alike; never a folder compiled into the binary.
 pub fn results_root() -> PathBuf {
-    let root = mage_common::tools::workspace_root();
-    if root.join("Cargo.toml").exists() { root.join("results") } else { PathBuf::from("results") }
+    PathBuf::from("results")
+}
+
+/// Checks `--python` names a program that exists and may run: a path to an
+/// executable file, or a name found on `PATH`.
+fn check_program(program: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let path = Path::new(program);
+        return match path.metadata() {
+            Err(e) => Err(format!("--python {program}: {e}")),
+            Ok(m) if !m.is_file() => Err(format!("--python {program} is not a file")),
+            Ok(_) if !runnable(path) => Err(format!("--python {program} is not executable")),
+            Ok(_) => Ok(()),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|d| runnable(&d.join(program))) {
+        Ok(())
+    } else {
+        Err(format!("--python {program} is not found on PATH (see `doctor`, line `python3`)"))
+    }
+}
+
+/// The work folder of one comparison: removed when dropped (on every
+/// error, or an interrupt), unless kept for the partial evidence in it.
+struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+    _registered: mage_common::cleanup::Registered,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// The directories Python needs on its path: the harness (`mage_compare`)
@@ -136,7 +175,7 @@ fn op_entry(w: &Workload, judge: &[(&'static Op, &'static str, &'static str)], w
         distribution: generator.summary.into(),
         generator: if op.generators.len() > 1 { generator.name.into() } else { String::new() },
     };
-    fixtures::write_case(&work.join(&case_rel), op, &spec, &inputs)?;
+    fixtures::write_case(&work.join(&case_rel), op, &spec, &inputs, None)?;
     let supported = |name: &str| op.stage(name).is_ok_and(|s| (s.supports)(&w.dims));
     let judged: Vec<(&str, &str)> =
         judge.iter().filter(|(o, a, b)| o.name == op.name && supported(a) && supported(b)).map(|(_, a, b)| (*a, *b)).collect();
@@ -206,15 +245,21 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         seen.push(key);
         new
     });
+    // Every check before any work: the flags, where the evidence goes, the
+    // interpreter, the GPU, the temp directory; then the extension build.
+    let judge = a.judge.iter().map(|j| parse_judge(j)).collect::<Result<Vec<_>, _>>()?;
     let out_dir = crate::outputs::namespace_dir(&results_root(), &a.namespace)?;
     crate::outputs::check_evidence(&out_dir.join("comparison.json"), a.force)?;
-    let python_path = python_path()?;
+    crate::outputs::check_writable(&out_dir, "--namespace")?;
+    check_program(&a.python)?;
     let _lock = crate::lock::GpuLock::acquire("compare")?;
-    let work = std::env::temp_dir().join(format!("mage-compare-{}-{}", a.namespace, std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let temp = crate::outputs::temp_dir("the comparison's work folder")?;
+    let python_path = python_path()?;
+    let path = temp.join(format!("mage-compare-{}-{}", a.namespace, std::process::id()));
+    let mut work = WorkDir { _registered: mage_common::cleanup::temporary(&path), path, keep: false };
+    std::fs::create_dir_all(&work.path).map_err(|e| format!("{}: {e}", work.path.display()))?;
     let ptx_sha = ops::ptx_sha256(std::iter::once("mage-common").chain(chosen.iter().map(|o| o.package)))?;
-    let judge = a.judge.iter().map(|j| parse_judge(j)).collect::<Result<Vec<_>, _>>()?;
-    let entries = workloads.iter().map(|w| op_entry(w, &judge, &work)).collect::<Result<Vec<_>, _>>()?;
+    let entries = workloads.iter().map(|w| op_entry(w, &judge, &work.path)).collect::<Result<Vec<_>, _>>()?;
     let manifest = json!({
         "namespace": a.namespace,
         "mode": a.mode,
@@ -228,12 +273,12 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         "ops": entries,
     });
     let manifest_text = serde_json::to_string_pretty(&manifest).unwrap();
-    write_atomic(&work.join("manifest.json"), manifest_text.as_bytes())?;
-    let out_json = work.join("comparison.json");
+    write_atomic(&work.path.join("manifest.json"), manifest_text.as_bytes())?;
+    let out_json = work.path.join("comparison.json");
     let pythonpath = std::env::join_paths(&python_path).map_err(|e| e.to_string())?;
     let status = Command::new(&a.python)
         .args(["-m", "mage_compare"])
-        .arg(&work)
+        .arg(&work.path)
         .arg("--out")
         .arg(&out_json)
         .args(a.quick.then_some("--quick"))
@@ -245,10 +290,11 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         std::fs::read_to_string(&out_json).map_err(|e| format!("{}: {e} (the Python harness exited {status})", out_json.display()))?;
     let evidence: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out_json.display()))?;
     if !status.success() || evidence["complete"].as_bool() != Some(true) {
+        work.keep = true;
         return Err(format!(
             "the Python harness stopped ({status}): {}; its partial evidence is in {}",
             evidence["error"].as_str().unwrap_or("no error recorded"),
-            work.display()
+            work.path.display()
         ));
     }
     let table = markdown(&evidence);
@@ -256,9 +302,9 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
     write_atomic(&out_dir.join("manifest.json"), manifest_text.as_bytes())?;
     write_atomic(&out_dir.join("comparison.json"), text.as_bytes())?;
     write_atomic(&out_dir.join("comparison.md"), table.as_bytes())?;
-    let _ = std::fs::remove_dir_all(&work);
-    println!("{table}");
-    println!("evidence: {}", out_dir.display());
+    drop(work);
+    say!("{table}");
+    say!("evidence: {}", out_dir.display());
     Ok(())
 }
 

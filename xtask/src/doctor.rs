@@ -30,7 +30,8 @@ impl Report {
         if status == Status::Missing {
             self.missing.push(name);
         }
-        println!("{s}  {name:<12} {}", detail.as_ref());
+        // A failed write is kept and reported when doctor ends.
+        let _ = crate::stdout::line(&format!("{s}  {name:<12} {}", detail.as_ref()));
     }
 }
 

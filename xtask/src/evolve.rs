@@ -53,18 +53,20 @@ pub struct EvolveArgs {
     /// Start from this stage's point of the space (`mage-006`) or a configuration id.
     #[arg(long)]
     pub from: Option<String>,
-    /// Generations to measure in this session (pruned proposals do not count).
-    #[arg(long, default_value_t = 12)]
-    pub generations: u32,
+    /// Generations to measure in this session (pruned proposals do not
+    /// count); 12 if omitted.
+    #[arg(long)]
+    pub generations: Option<u32>,
     /// The evidence's name: the ledger is results/<NAME>/evolve-<op>-<shape>.jsonl.
     #[arg(long)]
     pub namespace: Option<String>,
     /// Continue an existing ledger (it is refused otherwise, never overwritten).
     #[arg(long)]
     pub resume: bool,
-    /// Seed of the generated inputs.
-    #[arg(long, default_value_t = DEFAULT_SEED)]
-    pub seed: u64,
+    /// Seed of the generated inputs (the search, and --audit --emulate);
+    /// 20260910 if omitted.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Run every configuration against the reference instead of searching.
     #[arg(long)]
     pub audit: bool,
@@ -87,6 +89,7 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     if a.emulate && !a.audit {
         return Err("--emulate applies to --audit; the search measures on the GPU".into());
     }
+    check_flags(a)?;
     match (a.audit, a.report, a.list) {
         (false, false, false) => search(space()?, a),
         (true, false, false) => run_audit(space()?, a),
@@ -96,16 +99,43 @@ pub fn evolve(a: &EvolveArgs) -> Result<(), String> {
     }
 }
 
+/// Refuses a flag the chosen command would ignore (`--list --compare F`).
+fn check_flags(a: &EvolveArgs) -> Result<(), String> {
+    let command = match (a.audit, a.report, a.list) {
+        (true, false, false) if a.emulate => "--audit --emulate",
+        (true, false, false) => "--audit",
+        (false, true, false) => "--report",
+        (false, false, true) => "--list",
+        (false, false, false) => "the search",
+        _ => return Ok(()),
+    };
+    // Each flag, whether it was given, and the commands it applies to.
+    let flags: [(&str, bool, &[&str]); 7] = [
+        ("--compare", !a.compare.is_empty(), &["--report"]),
+        ("--from", a.from.is_some(), &["the search"]),
+        ("--resume", a.resume, &["the search"]),
+        ("--generations", a.generations.is_some(), &["the search"]),
+        ("--namespace", a.namespace.is_some(), &["the search", "--audit", "--audit --emulate", "--report"]),
+        // The audit on the emulator runs the space's own small shapes.
+        ("--dims", a.dims.is_some(), &["the search", "--audit", "--list"]),
+        ("--seed", a.seed.is_some(), &["the search", "--audit --emulate"]),
+    ];
+    match flags.iter().find(|(_, given, applies)| *given && !applies.contains(&command)) {
+        Some((flag, _, applies)) => Err(format!("{flag} does not apply to {command}; it is for {}", applies.join(", "))),
+        None => Ok(()),
+    }
+}
+
 /// `evolve --list`: knobs, sizes, stage points, and every configuration
 /// (with whether it fits the dims).
 fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     let dims = space.op.dims_or_default(a.dims.as_deref())?;
-    println!("{} space: {}", space.op.name, space.summary);
+    say!("{} space: {}", space.op.name, space.summary);
     for k in space.knobs {
-        println!("  {:<10} {:<60} {}", k.name, k.values.join(" "), k.summary);
+        say!("  {:<10} {:<60} {}", k.name, k.values.join(" "), k.summary);
     }
     let configs = space.configs();
-    println!(
+    say!(
         "{} combinations, {} built ({} kernel entries), {} fit {}",
         space.product().len(),
         configs.len(),
@@ -114,7 +144,7 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
         Op::dims_label(&dims)
     );
     for p in space.stages {
-        println!("  {} = {} ({})", p.stage, p.config, p.likeness);
+        say!("  {} = {} ({})", p.stage, p.config, p.likeness);
     }
     let rows: Vec<Vec<String>> = configs
         .iter()
@@ -127,17 +157,20 @@ fn list(space: &Space, a: &EvolveArgs) -> Result<(), String> {
             Err(why) => vec![space.id(c), "-".into(), "-".into(), why],
         })
         .collect();
-    println!("{}", table(&["configuration", "kernels", "shared B", Op::dims_label(&dims).as_str()], &rows));
+    say!("{}", table(&["configuration", "kernels", "shared B", Op::dims_label(&dims).as_str()], &rows));
     Ok(())
 }
 
 fn run_audit(space: &Space, a: &EvolveArgs) -> Result<(), String> {
     let dir = match &a.namespace {
         Some(ns) => namespace_dir(&results_root(), ns)?,
-        None => std::env::temp_dir().join("mage-evolve-audit"),
+        None => crate::outputs::temp_dir("the audit")?.join("mage-evolve-audit"),
     };
+    // The audit is written after every configuration ran: a destination
+    // that cannot take it is found now.
+    crate::outputs::check_writable(&dir, "--namespace")?;
     if a.emulate {
-        let rows = space.audit_on_emulator(space.audit_dims, a.seed)?;
+        let rows = space.audit_on_emulator(space.audit_dims, a.seed.unwrap_or(DEFAULT_SEED))?;
         return audit::finish(space, "emulator", &rows, &dir);
     }
     let op = space.op;
@@ -160,7 +193,7 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
         .compare
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = crate::outputs::read_text(p, Some("--compare"))?;
             Ok((p.display().to_string(), serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?))
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -182,13 +215,13 @@ fn render(a: &EvolveArgs) -> Result<(), String> {
         let md = report::markdown(l, alt.as_ref())?;
         mage_common::fixtures::write_atomic(&l.path.with_extension("md"), md.as_bytes())?;
         report::svg(l, alt.as_ref(), &l.path.with_extension("svg"))?;
-        println!("{}\n{}", l.path.with_extension("md").display(), l.path.with_extension("svg").display());
+        say!("{}\n{}", l.path.with_extension("md").display(), l.path.with_extension("svg").display());
         rows.push((l, alt));
     }
     let summary = format!("# evolve runs in `{ns}`\n\n{}", report::summary(&rows));
     let path = dir.join("evolve-summary.md");
     mage_common::fixtures::write_atomic(&path, summary.as_bytes())?;
-    println!("{summary}\n{}", path.display());
+    say!("{summary}\n{}", path.display());
     Ok(())
 }
 
@@ -199,6 +232,8 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let ns = a.namespace.as_deref().ok_or("name the evidence: --namespace NAME")?;
     let path = namespace_dir(&results_root(), ns)?.join(file_name(op.name, &dims));
     let mut ledger = Ledger::open(&path, a.resume, op.name, &dims)?;
+    // The ledger's first line is written after the baseline's GPU work.
+    crate::outputs::check_writable(path.parent().expect("results/NAME/file"), "--namespace")?;
     let resumed_from = ledger.starts().next().map(|s| s.from.clone());
     let from = match (&a.from, &resumed_from) {
         (Some(f), Some(r)) if f != r => return Err(format!("{} started from {r}, not {f}", path.display())),
@@ -213,7 +248,8 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
     let gpu = crate::runner::open_gpu()?;
     let clocks_start = gpu.clocks();
     eprintln!("{} {}: inputs and the f64 reference", op.name, Op::dims_label(&dims));
-    let inputs = op.generate(&dims, a.seed);
+    let seed = a.seed.unwrap_or(DEFAULT_SEED);
+    let inputs = op.generate(&dims, seed);
     let reference = op.reference_on_all_cores(&dims, &inputs);
     let device_inputs = gpu.upload(&inputs)?;
     let control_dims = CONTROL.default_dims;
@@ -256,7 +292,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         "toolchain": mage_runtime::BUILD_RUSTC,
         "ptxas_snapshots": mage_common::tools::PTXAS_VERSION,
         "ptx_sha256": ptx_sha256,
-        "seed": a.seed,
+        "seed": seed,
     });
     ledger.append(Entry::Start(Box::new(Start {
         session,
@@ -286,17 +322,17 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         environment,
         started_utc: now_utc(),
     })))?;
-    println!("ledger: {}", path.display());
+    say!("ledger: {}", path.display());
 
     let mut measurer = measure::OnGpu { bench: &bench, current: &current, space };
-    match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations)? {
-        run::Ended::Done { measured } => println!("{measured} generations measured"),
-        run::Ended::Exhausted { measured, incumbent } => println!(
+    match run::run(space, &dims, session, &mut ledger, &mut Search::default(), &mut measurer, a.generations.unwrap_or(12))? {
+        run::Ended::Done { measured } => say!("{measured} generations measured"),
+        run::Ended::Exhausted { measured, incumbent } => say!(
             "{measured} generations measured; every one-knob change of {incumbent}, and every pair of them, has been tried: a local optimum of this space"
         ),
     }
-    println!("{}", report::progress_table(&ledger));
-    println!("ledger: {}\nrender: evolve --report --namespace {ns}", path.display());
+    say!("{}", report::progress_table(&ledger));
+    say!("ledger: {}\nrender: evolve --report --namespace {ns}", path.display());
     Ok(())
 }
 

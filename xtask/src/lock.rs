@@ -1,6 +1,7 @@
 //! One GPU measurement at a time: every command that runs kernels on the GPU
 //! holds an exclusive lock on a file in the temp directory. A second run
-//! says who holds it and waits.
+//! says who holds it and waits. On a machine with no GPU nothing waits:
+//! that is said first.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -12,18 +13,25 @@ const HELD_BY_PARENT: &str = "MAGE_GPU_LOCK_HELD";
 pub struct GpuLock(Option<File>);
 
 impl GpuLock {
-    /// Takes the lock, waiting (and saying for whom) if another run holds it.
+    /// Takes the lock, waiting (and saying for whom) if another run holds
+    /// it; first checks there is a GPU to wait for, and a temp directory.
     pub fn acquire(what: &str) -> Result<GpuLock, String> {
         if std::env::var_os(HELD_BY_PARENT).is_some() {
             return Ok(GpuLock(None));
         }
-        let path = std::env::temp_dir().join("mage-gpu.lock");
+        crate::runner::gpu_present(what)?;
+        let path = crate::outputs::temp_dir("the GPU lock, mage-gpu.lock,")?.join("mage-gpu.lock");
+        GpuLock::take(&path, what)
+    }
+
+    /// Takes the lock on `path`, waiting if another process holds it.
+    fn take(path: &std::path::Path, what: &str) -> Result<GpuLock, String> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&path)
+            .open(path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         if file.try_lock().is_err() {
             let mut holder = String::new();
@@ -54,8 +62,8 @@ mod tests {
 
     #[test]
     fn the_lock_names_its_holder_and_excludes_others_until_dropped() {
-        let lock = GpuLock::acquire("test").unwrap();
-        let path = std::env::temp_dir().join("mage-gpu.lock");
+        let path = std::env::temp_dir().join(format!("mage-gpu-test-{}.lock", std::process::id()));
+        let lock = GpuLock::take(&path, "test").unwrap();
         let other = OpenOptions::new().read(true).write(true).open(&path).unwrap();
         assert!(other.try_lock().is_err(), "a second process could take the lock");
         let holder = std::fs::read_to_string(&path).unwrap();
@@ -63,5 +71,6 @@ mod tests {
         drop(lock);
         assert!(other.try_lock().is_ok(), "the lock outlived its holder");
         other.unlock().unwrap();
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -4,6 +4,14 @@
 //! on a GPU machine: it carries the PTX of every op (see `build.rs`) and
 //! needs only the CUDA driver there.
 
+/// `println!` that returns an error (with `?`) where stdout cannot be
+/// written, instead of panicking: see [`stdout`].
+macro_rules! say {
+    ($($t:tt)*) => {
+        crate::stdout::line(&format!($($t)*))?
+    };
+}
+
 mod compare;
 mod doctor;
 mod evolve;
@@ -17,6 +25,8 @@ mod probes;
 mod profile;
 mod report;
 mod runner;
+mod signals;
+mod stdout;
 mod tables;
 
 use clap::{Parser, Subcommand};
@@ -91,8 +101,9 @@ pub struct SweepArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Where the JSON results go (default: the checkout's `results/`, as
-    /// `compare` and `plot` use, or `./results` in a bundle).
+    /// Where the JSON results go (default: `results/` in the current
+    /// directory, as `compare`, `evolve` and `plot` use; in a checkout's
+    /// root, the checkout's).
     #[arg(long)]
     pub results: Option<PathBuf>,
     /// Keep the sweep as evidence of a namespace: results/<NAME>/sweep-<op>.json.
@@ -216,34 +227,54 @@ fn main() -> ExitCode {
         // --help and --version, and help for a bare command, print as clap does.
         Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         Err(e) => {
-            eprintln!("{}", usage_error_line(&e.render().to_string()));
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", usage_error_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
+    signals::clean_up_on_interrupt();
     let result = match cli.cmd {
         Cmd::Doctor => doctor::run(),
-        Cmd::Ptx { packages } => ops::build_all(&packages),
+        Cmd::Ptx { packages } => needs_checkout("ptx").and_then(|()| ops::build_all(&packages)),
         Cmd::Fixtures(args) => runner::fixtures(&args),
         Cmd::Run(args) => runner::run(&args),
         Cmd::Sweep(args) => runner::sweep(&args),
-        Cmd::Bundle { out } => ops::bundle(&out),
+        Cmd::Bundle { out } => needs_checkout("bundle").and_then(|()| ops::bundle(&out)),
         Cmd::GpuCheck { json } => runner::gpu_check(json),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),
-        Cmd::Tables { check } => tables::tables(check),
+        Cmd::Tables { check } => needs_checkout("tables").and_then(|()| tables::tables(check)),
         Cmd::Nsight { op, stage, dims, generator, systems, out } => {
             profile::nsight(&op, &stage, dims.as_deref(), generator.as_deref(), systems, &out)
         }
         Cmd::Sanitize { op, stage } => profile::sanitize(&op, stage.as_deref()),
         Cmd::Evolve(args) => evolve::evolve(&args),
     };
+    signals::wait_if_interrupted();
+    // A failed write to stdout another error hid, or one not returned.
+    let result = result.and_then(|()| stdout::failed().map_or(Ok(()), Err));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e == stdout::CLOSED_PIPE => ExitCode::from(stdout::CLOSED_PIPE_STATUS),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Where stderr cannot be written either, the exit code still says.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `ptx`, `bundle` and `tables` build from, or render into, the sources of
+/// a checkout: run elsewhere (a bundle), they say so.
+fn needs_checkout(command: &str) -> Result<(), String> {
+    use mage_common::tools::{Home, home};
+    let here = match home() {
+        Home::Checkout(_) => return Ok(()),
+        Home::Bundle(dir) => format!("this is a bundle ({})", dir.display()),
+        Home::Loose => "this binary is in no checkout".to_string(),
+    };
+    Err(format!("{command} works on the sources of a Mage checkout, and {here}; run `cargo xtask {command}` in a checkout"))
 }
 
 #[cfg(test)]

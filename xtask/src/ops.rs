@@ -20,7 +20,7 @@ pub fn build_all(packages: &[String]) -> Result<(), String> {
     };
     for p in names {
         let path = mage_common::tools::build_ptx(&p)?;
-        println!("{p}: {}", path.display());
+        say!("{p}: {}", path.display());
     }
     Ok(())
 }
@@ -51,7 +51,7 @@ pub fn bundle(out: &Path) -> Result<(), String> {
         "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
     )
     .map_err(|e| e.to_string())?;
-    println!("{}", out.display());
+    say!("{}", out.display());
     Ok(())
 }
 

@@ -229,7 +229,7 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
 pub fn plot(namespace: &str) -> Result<(), String> {
     let dir = crate::outputs::namespace_dir(&results_root(), namespace)?;
     let path = dir.join("comparison.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::outputs::read_text(&path, None)?;
     let e: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     validate(&e)?;
     let mut written = vec![];
@@ -262,15 +262,15 @@ pub fn plot(namespace: &str) -> Result<(), String> {
     for op in crate::ops::all() {
         let sweep_path = dir.join(format!("sweep-{}.json", op.name));
         if sweep_path.exists() {
-            let s: Value =
-                serde_json::from_str(&std::fs::read_to_string(&sweep_path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let s: Value = serde_json::from_str(&crate::outputs::read_text(&sweep_path, None)?)
+                .map_err(|e| format!("{}: {e}", sweep_path.display()))?;
             let out = dir.join(format!("sweep-{}.svg", op.name));
             sweep(&s, &out)?;
             written.push(out);
         }
     }
     for w in written {
-        println!("{}", w.display());
+        say!("{}", w.display());
     }
     Ok(())
 }

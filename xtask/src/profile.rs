@@ -63,6 +63,8 @@ pub fn nsight(
     op.check_stage_name(stage)?;
     let generator = op.generator(generator)?.name;
     let dims = op.dims_or_default(dims)?;
+    // The report lands there after the profiled run: checked first.
+    crate::outputs::check_writable(out_dir, "--out")?;
     let _lock = crate::lock::GpuLock::acquire("nsight")?;
     std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let base = out_dir.join(format!("{}-{stage}-{}", op.name, op.workload_label(&dims, generator).replace(' ', "-")));
@@ -74,7 +76,14 @@ pub fn nsight(
             .args(self_run(op.name, stage, &dims, generator))
             .status()
             .map_err(|e| e.to_string())?;
-        return if status.success() { Ok(println!("{}.nsys-rep", base.display())) } else { Err(format!("nsys failed ({status})")) };
+        return if status.success() {
+            {
+                say!("{}.nsys-rep", base.display());
+                Ok(())
+            }
+        } else {
+            Err(format!("nsys failed ({status})"))
+        };
     }
     let ncu = tool("ncu")?;
     let rep = base.with_extension("ncu-rep");
@@ -94,20 +103,16 @@ pub fn nsight(
     let json = serde_json::json!({"op": op.name, "stage": stage, "dims": dims, "report": rep.file_name().map(|f| f.to_string_lossy().to_string()), "kernels": summary});
     write_atomic(&base.with_extension("json"), serde_json::to_string_pretty(&json).unwrap().as_bytes())?;
     for k in json["kernels"].as_array().into_iter().flatten() {
-        println!("{}", k["kernel"].as_str().unwrap_or("?"));
+        say!("{}", k["kernel"].as_str().unwrap_or("?"));
         for (m, label) in METRICS {
-            println!(
-                "  {label:<28} {} {}",
-                k["metrics"][m]["value"].as_str().unwrap_or("-"),
-                k["metrics"][m]["unit"].as_str().unwrap_or("")
-            );
+            say!("  {label:<28} {} {}", k["metrics"][m]["value"].as_str().unwrap_or("-"), k["metrics"][m]["unit"].as_str().unwrap_or(""));
         }
-        println!("  top warp stalls (cycles per issued instruction):");
+        say!("  top warp stalls (cycles per issued instruction):");
         for s in k["stalls"].as_array().into_iter().flatten() {
-            println!("    {:<26} {}", s[0].as_str().unwrap_or("?"), s[1].as_f64().map_or("-".into(), |v| format!("{v:.2}")));
+            say!("    {:<26} {}", s[0].as_str().unwrap_or("?"), s[1].as_f64().map_or("-".into(), |v| format!("{v:.2}")));
         }
     }
-    println!("{}", rep.display());
+    say!("{}", rep.display());
     Ok(())
 }
 
@@ -198,7 +203,7 @@ pub fn sanitize(op_name: &str, stage: Option<&str>) -> Result<(), String> {
                 let summary =
                     text.lines().rev().find(|l| l.contains("ERROR SUMMARY") || l.contains("RACECHECK SUMMARY")).unwrap_or("").trim();
                 let ok = out.status.success();
-                println!(
+                say!(
                     "{:<10} {:<9} {:<12} {:<10} {} {summary}",
                     op.name,
                     stage.name,

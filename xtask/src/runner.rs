@@ -21,6 +21,19 @@ fn emulate_hint() -> String {
     )
 }
 
+/// Whether there is a GPU at all (before any wait for the GPU lock): the
+/// same error as [`open_gpu`]'s without a driver or device, for `command`
+/// (`run`, `compare`); only the commands that have `--emulate` point to it.
+pub fn gpu_present(command: &str) -> Result<(), String> {
+    mage_runtime::gpu::device::driver_present().map_err(|e| {
+        if ["run", "sweep", "evolve --audit"].contains(&command) {
+            format!("{e}; {}", emulate_hint())
+        } else {
+            format!("{e}; {command} needs a GPU; see `{} doctor`, line `CUDA driver`", mage_common::tools::command_name())
+        }
+    })
+}
+
 pub fn open_gpu() -> Result<Gpu, String> {
     let mut gpu = Gpu::open().map_err(|e| format!("{e}; {}", emulate_hint()))?;
     gpu.load_module("mage-common", ops::ptx("mage-common")?)?;
@@ -144,6 +157,21 @@ fn unsupported(op: &Op, stage: &Stage, dims: &[u32]) -> String {
     format!("{} {} does not support --dims {} (stages that do: {able})", op.name, stage.name, dims_flag(dims))
 }
 
+/// Dims parsed from `--dims`; where the text holds an `x` (`0x10`, which
+/// may have been meant as hexadecimal), the error says how it was read:
+/// dims are decimal, separated by `,` or `x`.
+fn dims_hint(text: Option<&str>, parsed: Result<Vec<u32>, String>) -> Result<Vec<u32>, String> {
+    parsed.map_err(|e| match text {
+        Some(t) if t.contains('x') => {
+            format!(
+                "{e} (--dims {t} reads as {}: dims are decimal, separated by `,` or `x`)",
+                t.split(['x', ',']).collect::<Vec<_>>().join(",")
+            )
+        }
+        _ => e,
+    })
+}
+
 /// `cargo xtask run`.
 pub fn run(a: &RunArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
@@ -156,7 +184,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             let spec = fixtures::read_spec(dir, op)?;
             let d = dir.display();
             if let Some(text) = &a.dims
-                && op.parse_dims(text)? != spec.dims
+                && dims_hint(Some(text), op.parse_dims(text))? != spec.dims
             {
                 return Err(format!("--dims {text} disagrees with case {d} ({})", Op::dims_label(&spec.dims)));
             }
@@ -171,7 +199,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             }
             (spec.dims, generator)
         }
-        None => (op.dims_or_default(a.dims.as_deref())?, op.generator(a.generator.as_deref())?),
+        None => (dims_hint(a.dims.as_deref(), op.dims_or_default(a.dims.as_deref()))?, op.generator(a.generator.as_deref())?),
     };
     if stage_name != CURRENT {
         let stage = op.stage(stage_name)?;
@@ -179,10 +207,17 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
             return Err(unsupported(op, stage, &dims));
         }
     }
-    if let Some(out) = &a.out {
-        let reads: Vec<PathBuf> = a.case.iter().flat_map(|dir| fixtures::case_files(op).into_iter().map(move |f| dir.join(f))).collect();
-        outputs::check_out_file(out, &reads, a.force)?;
+    if a.force && a.out.is_none() {
+        return Err("--force applies to --out (it replaces an existing file), and no --out is named".into());
     }
+    let out_to = match &a.out {
+        Some(out) => {
+            let reads: Vec<PathBuf> =
+                a.case.iter().flat_map(|dir| fixtures::case_files(op).into_iter().map(move |f| dir.join(f))).collect();
+            Some(outputs::check_out_file(out, &reads, a.force)?)
+        }
+        None => None,
+    };
     let machine = if a.emulate { Machine::Emulator } else { Machine::Gpu };
     let scratch = memory::scratch_bytes(op, stage_name, &dims);
     check_host_memory(&memory::host_need_run(op, &dims, scratch, machine))?;
@@ -217,29 +252,36 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     // An independent implementation's output, where the case has one.
     let against_expected = expected.map(|e| check.compare(&out, &reference.with_values(e.iter().map(|v| *v as f64).collect())));
     let shape = op.output_shape(&dims);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap());
-    } else {
-        println!("{} on the {}, inputs {}", op.name, report.machine, report.inputs);
-        println!("{}", runs_table(std::slice::from_ref(&report)));
-        println!("check: {}", report.check.summary(&shape));
-        if let Some(c) = &against_expected {
-            println!("expected.bin: {}", c.summary(&shape));
+    // The report goes to stdout; where stdout fails (a full disk, a closed
+    // pipe) the checks still decide, `--out` is still written, and the
+    // failure is the error after that.
+    let shown = (|| -> Result<(), String> {
+        if a.json {
+            say!("{}", serde_json::to_string_pretty(&report).unwrap());
+        } else {
+            say!("{} on the {}, inputs {}", op.name, report.machine, report.inputs);
+            say!("{}", runs_table(std::slice::from_ref(&report)));
+            say!("check: {}", report.check.summary(&shape));
+            if let Some(c) = &against_expected {
+                say!("expected.bin: {}", c.summary(&shape));
+            }
+            if gpu.is_some() {
+                say!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
+            }
         }
-        if gpu.is_some() {
-            println!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
-        }
-    }
+        Ok(())
+    })();
     if !report.correct() {
         return Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&shape)));
     }
     if let Some(c) = against_expected.filter(|c| !c.passed()) {
         return Err(format!("{source}: the output of {} {} disagrees with expected.bin: {}", op.name, picked.label(), c.summary(&shape)));
     }
-    if let Some(path) = &a.out {
-        fixtures::write_f32(path, &out, a.force)?;
+    if let Some(to) = &out_to {
+        let bytes: Vec<u8> = out.iter().flat_map(|x| x.to_le_bytes()).collect();
+        outputs::write_out(to, &bytes, a.force)?;
     }
-    Ok(())
+    shown
 }
 
 /// `cargo xtask sweep`.
@@ -251,9 +293,24 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         .map(|w| (w.dims.to_vec(), op.generator(Some(w.generator)).map(|g| g.name)))
         .map(|(d, g)| g.map(|g| (d, g)))
         .collect::<Result<_, _>>()?;
+    if a.force && a.namespace.is_none() {
+        return Err("--force applies to --namespace (it replaces the namespace's sweep-<op>.json), and no --namespace is named".into());
+    }
+    if let Some(g) = a.generator.as_deref().filter(|_| a.dims.is_empty()) {
+        return Err(format!(
+            "--gen {g} applies to the extra --dims shapes, and none is named; the sweep's own shapes keep their generators"
+        ));
+    }
+    if a.stage.iter().any(|s| s == CURRENT) {
+        let names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
+        return Err(format!(
+            "--stage {CURRENT} is not a stage: sweep runs stages by name ({}) and reports what `{CURRENT}` picks at every shape",
+            names.join(", ")
+        ));
+    }
     let mut asked = vec![];
     for d in &a.dims {
-        let d = (op.parse_dims(d)?, op.generator(a.generator.as_deref())?.name);
+        let d = (dims_hint(Some(d), op.parse_dims(d))?, op.generator(a.generator.as_deref())?.name);
         asked.push(d.0.clone());
         if !workloads.contains(&d) {
             workloads.push(d);
@@ -286,6 +343,12 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         }
         None => None,
     };
+    // Both files are written after the whole sweep: where they cannot be,
+    // that is found now.
+    outputs::check_writable(&results, "--results")?;
+    if let Some(dir) = evidence.as_ref().and_then(|p| p.parent()) {
+        outputs::check_writable(dir, "--namespace")?;
+    }
     let machine = if a.emulate { Machine::Emulator } else { Machine::Gpu };
     let scratch = |dims: &[u32]| stages.iter().filter(|s| (s.supports)(dims)).map(|s| memory::scratch_bytes(op, s.name, dims)).max();
     let largest = |need: &dyn Fn(&[u32]) -> memory::Need| {
@@ -343,19 +406,19 @@ pub fn sweep(a: &SweepArgs) -> Result<(), String> {
         if a.force { write_atomic(evidence, json.as_bytes()) } else { fixtures::write_new(evidence, json.as_bytes()) }?;
     }
     if a.json {
-        println!("{json}");
+        say!("{json}");
     } else {
         if let Some(d) = &report.device {
-            println!("{} ({} SMs), driver {}", d.name, d.sm_count, d.driver_version);
+            say!("{} ({} SMs), driver {}", d.name, d.sm_count, d.driver_version);
         }
-        println!("{}", runs_table(&report.runs));
+        say!("{}", runs_table(&report.runs));
         for c in &report.current {
-            println!("{CURRENT} at {}: {}", op.workload_label(&c.dims, &c.generator), c.stage);
+            say!("{CURRENT} at {}: {}", op.workload_label(&c.dims, &c.generator), c.stage);
         }
         if gpu.is_some() {
-            println!("\nkernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
+            say!("\nkernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
         }
-        println!("results: {}", path.display());
+        say!("results: {}", path.display());
     }
     let wrong: Vec<String> =
         report.runs.iter().filter(|r| !r.correct()).map(|r| format!("{} {}", Op::dims_label(&r.dims), r.stage)).collect();
@@ -391,8 +454,11 @@ fn default_case_dir(op: &Op, dims: &[u32], generator: &str, constant: bool) -> R
 /// `cargo xtask fixtures`.
 pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
     let op = ops::find(&a.op)?;
-    let dims = op.dims_or_default(a.dims.as_deref())?;
+    let dims = dims_hint(a.dims.as_deref(), op.dims_or_default(a.dims.as_deref()))?;
     let generator = op.generator(a.generator.as_deref())?;
+    if a.allow_nonfinite && a.constant.is_none() {
+        return Err("--allow-nonfinite applies to --constant (generated inputs are always finite), and no --constant is named".into());
+    }
     if let Some(c) = a.constant.filter(|c| !c.is_finite() && !a.allow_nonfinite) {
         return Err(format!("--constant {c} is not finite; pass --allow-nonfinite to write such a case (running it needs the flag too)"));
     }
@@ -400,7 +466,7 @@ pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
         Some(dir) => dir.clone(),
         None => default_case_dir(op, &dims, generator.name, a.constant.is_some())?,
     };
-    fixtures::case_destination(&dir, a.force)?;
+    fixtures::case_destination(&dir, op, a.force)?;
     check_host_memory(&memory::host_need_fixtures(op, &dims))?;
     let mut inputs = (generator.generate)(&dims, a.seed);
     let distribution = match a.constant {
@@ -423,7 +489,7 @@ pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
         generator: if multi { generator.name.into() } else { String::new() },
     };
     fixtures::create_case(&dir, op, &spec, &inputs, a.force)?;
-    println!("{}", dir.display());
+    say!("{}", dir.display());
     Ok(())
 }
 
@@ -441,7 +507,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
         }
         lines.push(serde_json::to_value(&r).unwrap());
         if !json {
-            println!(
+            say!(
                 "contract {:<22} max rel err vs host {:.3e} (bound {:.3e}) {}",
                 r.name,
                 r.max_rel_err,
@@ -490,7 +556,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
                 }
                 let v = serde_json::json!({"op": op.name, "stage": stage.name, "dims": dims, "max_abs_diff": diff, "bound": bound, "bit_identical": identical, "elements": emu.len(), "reference_check": against});
                 if !json {
-                    println!(
+                    say!(
                         "differential {:<10} {:<9} {:<9} max |gpu - emulator| {diff:.3e} (bound {bound:.3e}), {identical}/{} bit-identical, worst {:.3} of the tolerance {}",
                         op.name,
                         stage.name,
@@ -505,7 +571,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&lines).unwrap());
+        say!("{}", serde_json::to_string_pretty(&lines).unwrap());
     }
     if failures.is_empty() { Ok(()) } else { Err(failures.join("; ")) }
 }

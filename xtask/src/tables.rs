@@ -435,8 +435,8 @@ pub fn tables(check: bool) -> Result<(), String> {
     }
     match (check, stale.is_empty()) {
         (true, false) => Err(format!("tables differ from their evidence in {}; `cargo xtask tables` renders them anew", stale.join(", "))),
-        (false, false) => Ok(println!("rendered {blocks} tables; rewrote {}", stale.join(", "))),
-        (_, true) => Ok(println!("{blocks} tables match their evidence")),
+        (false, false) => crate::stdout::line(&format!("rendered {blocks} tables; rewrote {}", stale.join(", "))),
+        (_, true) => crate::stdout::line(&format!("{blocks} tables match their evidence")),
     }
 }
 

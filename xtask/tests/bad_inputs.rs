@@ -39,19 +39,30 @@ impl Drop for Scratch {
     }
 }
 
-/// Every file and directory under `dir`, with each file's sha256.
+/// Every file and directory under `dir`, with each file's sha256; a
+/// symlink is recorded by its target and a FIFO or device by its kind
+/// (neither is read: a FIFO would block, `/dev/full` never end).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    use std::os::unix::fs::FileTypeExt;
     let mut all = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
-                all.insert(path.clone(), "directory".into());
-                stack.push(path);
+            let t = std::fs::symlink_metadata(&path).unwrap().file_type();
+            let what = if t.is_symlink() {
+                format!("symlink to {}", std::fs::read_link(&path).unwrap().display())
+            } else if t.is_dir() {
+                stack.push(path.clone());
+                "directory".into()
+            } else if t.is_fifo() {
+                "fifo".into()
+            } else if t.is_char_device() || t.is_block_device() {
+                "device".into()
             } else {
-                all.insert(path.clone(), sha256_hex(&std::fs::read(&path).unwrap()));
-            }
+                sha256_hex(&std::fs::read(&path).unwrap())
+            };
+            all.insert(path, what);
         }
     }
     all
@@ -70,6 +81,46 @@ fn command_in(dir: &Path, program: &str, args: &[&str]) -> Outcome {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// Runs `cmd` (stdout and stderr captured unless set already) and waits at
+/// most `secs`: where it has not ended by then (a read blocked on a FIFO,
+/// a wait for a lock) it is killed and the test fails, never hangs.
+fn within(mut cmd: Command, secs: u64) -> Outcome {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let reader = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = reader(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let err = reader(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {secs} s (killed): {}", err.join().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Outcome { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+/// The binary in `dir` with `args`, as a command to adjust and run [`within`].
+fn mage_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir).args(args).stdout(std::process::Stdio::piped());
+    c
 }
 
 fn mage(dir: &Path, args: &[&str]) -> Outcome {
@@ -158,13 +209,22 @@ fn read_u32(path: &Path) -> Vec<u32> {
     read_words(path).into_iter().map(u32::from_le_bytes).collect()
 }
 
-/// Replaces an input file of a case and records its new sha256, so that
-/// only the contents are wrong.
+/// Replaces an input file (or `expected.bin`) of a case and records its
+/// new sha256, so that only the contents are wrong.
 fn set_input(case: &Path, file: &str, bytes: &[u8]) {
     std::fs::write(case.join(file), bytes).unwrap();
     let sums = case.join("inputs.sha256.json");
     let mut map: BTreeMap<String, String> = serde_json::from_str(&std::fs::read_to_string(&sums).unwrap()).unwrap();
     map.insert(file.into(), sha256_hex(bytes));
+    std::fs::write(sums, serde_json::to_string_pretty(&map).unwrap()).unwrap();
+}
+
+/// Removes a file of a case and its entry in `inputs.sha256.json`.
+fn remove_from_case(case: &Path, file: &str) {
+    let _ = std::fs::remove_file(case.join(file));
+    let sums = case.join("inputs.sha256.json");
+    let mut map: BTreeMap<String, String> = serde_json::from_str(&std::fs::read_to_string(&sums).unwrap()).unwrap();
+    map.remove(file);
     std::fs::write(sums, serde_json::to_string_pretty(&map).unwrap()).unwrap();
 }
 
@@ -496,7 +556,9 @@ fn input_file_sha256_mismatch() {
 fn input_file_without_sha256_entry() {
     let s = Scratch::new("sha-entry-missing");
     let case = copy_case("layernorm-4x128", s.path());
-    edit_text(&case.join("inputs.sha256.json"), "\"a.bin\"", "\"z.bin\"");
+    let bytes = std::fs::read(case.join("a.bin")).unwrap();
+    remove_from_case(&case, "a.bin");
+    std::fs::write(case.join("a.bin"), bytes).unwrap();
     refused(s.path(), &["run", "layernorm", "--case", "case", "--emulate"], "case case: inputs.sha256.json has no entry for a.bin$");
 }
 
@@ -519,7 +581,7 @@ fn expected_file_that_disagrees_with_the_output() {
     let case = copy_case("layernorm-4x128", s.path());
     let mut expected = read_f32(&case.join("expected.bin"));
     expected[7] += 1.0;
-    std::fs::write(case.join("expected.bin"), f32_bytes(&expected)).unwrap();
+    set_input(&case, "expected.bin", &f32_bytes(&expected));
     let e =
         refused(s.path(), &["run", "layernorm", "--case", "case", "--emulate", "--out", "out.bin"], "case case: the output of layernorm ");
     assert!(e.contains("disagrees with expected.bin: 1 of 512 elements outside") && e.contains("(flat 7)"), "{e}");
@@ -553,7 +615,7 @@ fn infinity_in_an_input() {
 fn allow_nonfinite_runs_and_checks_the_nan_positions() {
     let s = Scratch::new("allow-nonfinite");
     let case = copy_case("layernorm-4x128", s.path());
-    std::fs::remove_file(case.join("expected.bin")).unwrap();
+    remove_from_case(&case, "expected.bin");
     set_input_f32(&case, "a.bin", |v| v[130] = f32::NAN);
     let out = mage(s.path(), &["run", "layernorm", "--case", "case", "--emulate", "--allow-nonfinite", "--out", "out.bin"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -912,4 +974,651 @@ fn doctor_builds_nothing() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!log.exists(), "doctor ran cargo: {}", std::fs::read_to_string(&log).unwrap());
     assert!(stdout.contains("nvptx build"), "{stdout}");
+}
+
+// Special files, the program's own files and other cases as `--out`.
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+#[test]
+fn out_on_a_full_device() {
+    let s = Scratch::new("out-full-device");
+    // Through a link of the test's own: were the link replaced, only it goes.
+    std::os::unix::fs::symlink("/dev/full", s.join("full")).unwrap();
+    let before = [snapshot(s.path())];
+    let out = within(mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "full", "--force"]), 120);
+    assert_refused(&before, &[s.path()], out, "writing full: No space left on device (os error 28)$");
+    assert!(is_char_device(Path::new("/dev/full")));
+}
+
+#[test]
+fn out_to_a_device_or_a_fifo_is_written_through() {
+    let s = Scratch::new("out-device-fifo");
+    std::os::unix::fs::symlink("/dev/null", s.join("null")).unwrap();
+    std::os::unix::fs::symlink("/dev/stdout", s.join("stdout")).unwrap();
+    mkfifo(&s.join("fifo"));
+    let before = snapshot(s.path());
+    // No --force: nothing is replaced.
+    for out in ["null", "stdout"] {
+        let got = within(mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", out]), 120);
+        assert_eq!(got.code, Some(0), "--out {out}: {}", got.stderr);
+        if out == "stdout" {
+            assert!(got.stdout.len() >= 4 * 128 * 4, "the output went to stdout: {} bytes", got.stdout.len());
+        }
+    }
+    let fifo = s.join("fifo");
+    let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap());
+    let got = within(mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "fifo"]), 120);
+    // Checked before the reader is joined: a FIFO replaced by a file would
+    // leave the reader waiting for a writer for ever.
+    assert_eq!(snapshot(s.path()), before, "a link or the FIFO was replaced");
+    assert_eq!(got.code, Some(0), "{}", got.stderr);
+    assert_eq!(reader.join().unwrap().len(), 4 * 128 * 4);
+    assert!(is_char_device(Path::new("/dev/null")));
+}
+
+#[test]
+fn out_through_a_symlink_replaces_its_target_and_keeps_the_link() {
+    let s = Scratch::new("out-symlink");
+    std::fs::write(s.join("target.bin"), "old").unwrap();
+    std::os::unix::fs::symlink("target.bin", s.join("link.bin")).unwrap();
+    let out = mage(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "link.bin", "--force"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(std::fs::read_link(s.join("link.bin")).unwrap(), Path::new("target.bin"));
+    assert_eq!(std::fs::read(s.join("target.bin")).unwrap().len(), 4 * 128 * 4);
+}
+
+#[test]
+fn out_that_is_a_dangling_symlink() {
+    let s = Scratch::new("out-dangling");
+    std::os::unix::fs::symlink("nowhere/x.bin", s.join("link.bin")).unwrap();
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "link.bin", "--force"],
+        "--out link.bin is a symlink to nowhere/x.bin, which does not exist; name a file$",
+    );
+}
+
+#[test]
+fn out_is_the_program_or_its_python_module() {
+    let s = Scratch::new("out-program");
+    let dir = bundle(&s);
+    std::fs::create_dir(dir.join("python")).unwrap();
+    std::fs::write(dir.join("python/mage.abi3.so"), "the module").unwrap();
+    for (out, what) in [("./mage", "the program running"), ("python/mage.abi3.so", "the Python module beside the program running")] {
+        let before = [snapshot(&dir)];
+        let got = command_in(&dir, "./mage", &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", out, "--force"]);
+        assert_refused(&before, &[&dir], got, &format!("--out {out} is {what}; name another file$"));
+    }
+}
+
+#[test]
+fn out_is_a_file_of_another_case() {
+    let s = Scratch::new("out-other-case");
+    copy_case("layernorm-4x128", s.path());
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "case/expected.bin", "--force"],
+        "--out case/expected.bin is expected.bin of the case case; name a file outside a case$",
+    );
+    refused(
+        s.path(),
+        &["run", "gelu", "--dims", "3,257", "--emulate", "--out", "./case/b.bin", "--force"],
+        "--out ./case/b.bin is b.bin of the case ./case; name a file outside a case$",
+    );
+}
+
+#[test]
+fn out_with_a_trailing_slash() {
+    let s = Scratch::new("out-trailing-slash");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "newfile.bin/"],
+        "--out newfile.bin/ ends in `/`, which names a directory; name a file (newfile.bin)$",
+    );
+}
+
+#[test]
+fn fixtures_force_over_a_case_holding_other_files() {
+    let s = Scratch::new("fixtures-force-others");
+    let case = copy_case("layernorm-4x128", s.path());
+    std::fs::write(case.join("NOTES.md"), "mine").unwrap();
+    std::fs::create_dir(case.join("plots")).unwrap();
+    std::fs::write(case.join("plots/a.svg"), "mine").unwrap();
+    refused(
+        s.path(),
+        &["fixtures", "layernorm", "--dims", "4,64", "--out", "case", "--force"],
+        "the case case also holds NOTES.md, plots/, not files of a case; --force replaces a case whole, so move them out first or name another directory$",
+    );
+}
+
+// Where results go.
+
+#[test]
+fn results_are_the_current_directorys() {
+    let s = Scratch::new("results-cwd");
+    let dir = bundle(&s);
+    std::fs::create_dir_all(dir.join("results/kept")).unwrap();
+    std::fs::write(dir.join("results/kept/sweep-layernorm.json"), "{}").unwrap();
+    let committed = checkout().join("results");
+    let before = [snapshot(&dir)];
+    // Without --results: the bundle's (the current directory's) results/,
+    // never the checkout's the binary was built in.
+    let out = command_in(&dir, "./mage", &["sweep", "layernorm", "--emulate", "--namespace", "kept"]);
+    assert_refused(&before, &[&dir], out, "results/kept/sweep-layernorm.json exists; pass --force to replace it$");
+    let out = command_in(&dir, "./mage", &["evolve", "--report", "--namespace", "kept"]);
+    assert_refused(&before, &[&dir], out, "results/kept holds no evolve-*.jsonl ledger$");
+    assert!(!committed.join("kept").exists());
+}
+
+// Case files that are not regular files.
+
+#[test]
+fn case_files_that_are_fifos() {
+    for (file, message) in [
+        ("input.json", "case case: input.json is a FIFO, not a regular file$"),
+        ("inputs.sha256.json", "case case: inputs.sha256.json is a FIFO, not a regular file$"),
+        ("a.bin", "case case: a.bin (x) is a FIFO, not a regular file$"),
+        ("expected.bin", "case case: expected.bin is a FIFO, not a regular file$"),
+    ] {
+        let s = Scratch::new(&format!("fifo-{file}"));
+        let case = copy_case("layernorm-4x128", s.path());
+        std::fs::remove_file(case.join(file)).unwrap();
+        mkfifo(&case.join(file));
+        let before = [snapshot(s.path())];
+        let out = within(mage_cmd(s.path(), &["run", "layernorm", "--case", "case", "--emulate"]), 60);
+        assert_refused(&before, &[s.path()], out, message);
+    }
+}
+
+#[test]
+fn case_input_that_is_a_directory() {
+    let s = Scratch::new("input-directory");
+    let case = copy_case("layernorm-4x128", s.path());
+    std::fs::remove_file(case.join("c.bin")).unwrap();
+    std::fs::create_dir(case.join("c.bin")).unwrap();
+    refused(s.path(), &["run", "layernorm", "--case", "case", "--emulate"], "case case: c.bin (beta) is a directory, not a regular file$");
+}
+
+// input.json and inputs.sha256.json.
+
+#[test]
+fn case_input_json_with_an_unknown_key() {
+    let s = Scratch::new("input-json-unknown-key");
+    let case = copy_case("layernorm-4x128", s.path());
+    edit_text(&case.join("input.json"), "\"seed\"", "\"rowz\": 4,\n  \"seed\"");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--case", "case", "--emulate"],
+        "case case: input.json: unknown field `rowz`, expected one of ",
+    );
+}
+
+#[test]
+fn case_input_json_with_a_byte_order_mark() {
+    let s = Scratch::new("input-json-bom");
+    let case = copy_case("layernorm-4x128", s.path());
+    let text = std::fs::read(case.join("input.json")).unwrap();
+    std::fs::write(case.join("input.json"), [&b"\xef\xbb\xbf"[..], &text].concat()).unwrap();
+    let out = mage(s.path(), &["run", "layernorm", "--case", "case", "--emulate"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}
+
+#[test]
+fn sha256_entry_for_a_file_not_of_the_case() {
+    let s = Scratch::new("sha-stray-entry");
+    let case = copy_case("layernorm-4x128", s.path());
+    edit_text(&case.join("inputs.sha256.json"), "{", "{\n  \"../../etc/passwd\": \"00\",");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--case", "case", "--emulate"],
+        "case case: inputs.sha256.json records ../../etc/passwd, which is not a file of a layernorm case (a.bin, b.bin, c.bin, expected.bin)$",
+    );
+}
+
+#[test]
+fn sha256_entry_for_a_missing_expected_file() {
+    let s = Scratch::new("sha-missing-expected");
+    let case = copy_case("layernorm-4x128", s.path());
+    std::fs::remove_file(case.join("expected.bin")).unwrap();
+    refused(
+        s.path(),
+        &["run", "layernorm", "--case", "case", "--emulate"],
+        "case case: inputs.sha256.json records expected.bin, which the case does not have$",
+    );
+}
+
+#[test]
+fn expected_file_sha256_mismatch() {
+    let s = Scratch::new("expected-sha-mismatch");
+    let case = copy_case("layernorm-4x128", s.path());
+    let mut bytes = std::fs::read(case.join("expected.bin")).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(case.join("expected.bin"), &bytes).unwrap();
+    let e = refused(s.path(), &["run", "layernorm", "--case", "case", "--emulate"], "case case: expected.bin has sha256 ");
+    assert!(e.contains(", but inputs.sha256.json records "), "{e}");
+}
+
+#[test]
+fn expected_file_without_sha256_entry() {
+    let s = Scratch::new("expected-sha-entry");
+    let case = copy_case("layernorm-4x128", s.path());
+    let bytes = std::fs::read(case.join("expected.bin")).unwrap();
+    remove_from_case(&case, "expected.bin");
+    std::fs::write(case.join("expected.bin"), bytes).unwrap();
+    refused(s.path(), &["run", "layernorm", "--case", "case", "--emulate"], "case case: inputs.sha256.json has no entry for expected.bin$");
+}
+
+#[test]
+fn every_committed_case_records_every_file() {
+    for entry in std::fs::read_dir(checkout().join("fixtures")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(sums) = std::fs::read_to_string(dir.join("inputs.sha256.json")) else { continue };
+        let map: BTreeMap<String, String> = serde_json::from_str(&sums).unwrap();
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let name = file.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".bin") {
+                let bytes = std::fs::read(dir.join(&name)).unwrap();
+                assert_eq!(map.get(&name), Some(&sha256_hex(&bytes)), "{}: {name}", dir.display());
+            }
+        }
+    }
+}
+
+// Flags that would be ignored, or that read unclearly.
+
+#[test]
+fn sweep_generator_without_dims() {
+    let s = Scratch::new("sweep-gen-no-dims");
+    refused(
+        s.path(),
+        &["sweep", "neighbor", "--gen", "power-law", "--emulate", "--results", "results"],
+        "--gen power-law applies to the extra --dims shapes, and none is named; the sweep's own shapes keep their generators$",
+    );
+}
+
+#[test]
+fn sweep_stage_current() {
+    let s = Scratch::new("sweep-stage-current");
+    let e = refused(
+        s.path(),
+        &["sweep", "layernorm", "--stage", "current", "--emulate", "--results", "results"],
+        "--stage current is not a stage: sweep runs stages by name (mage-001, ",
+    );
+    assert!(e.ends_with(") and reports what `current` picks at every shape"), "{e}");
+}
+
+#[test]
+fn evolve_flag_that_does_not_apply() {
+    let s = Scratch::new("evolve-flag");
+    refused(s.path(), &["evolve", "layernorm", "--list", "--compare", "F"], "--compare does not apply to --list; it is for --report$");
+    refused(
+        s.path(),
+        &["evolve", "--report", "--namespace", "x", "--from", "mage-002"],
+        "--from does not apply to --report; it is for the search$",
+    );
+    refused(
+        s.path(),
+        &["evolve", "layernorm", "--audit", "--emulate", "--dims", "8,64"],
+        "--dims does not apply to --audit --emulate; it is for the search, --audit, --list$",
+    );
+    refused(
+        s.path(),
+        &["evolve", "layernorm", "--list", "--seed", "3"],
+        "--seed does not apply to --list; it is for the search, --audit --emulate$",
+    );
+}
+
+#[test]
+fn dims_that_look_hexadecimal() {
+    let s = Scratch::new("dims-hex");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "0x10", "--emulate"],
+        "layernorm dim `rows` is 0; it must be at least 1 (--dims 0x10 reads as 0,10: dims are decimal, separated by `,` or `x`)$",
+    );
+}
+
+#[test]
+fn checkout_commands_in_a_bundle() {
+    let s = Scratch::new("bundle-checkout-commands");
+    let dir = bundle(&s);
+    for command in ["ptx", "bundle", "tables"] {
+        let before = [snapshot(&dir)];
+        let out = command_in(&dir, "./mage", &[command]);
+        let e =
+            assert_refused(&before, &[&dir], out, &format!("{command} works on the sources of a Mage checkout, and this is a bundle ("));
+        assert!(e.ends_with(&format!("); run `cargo xtask {command}` in a checkout")), "{e}");
+    }
+}
+
+// Checked before any work.
+
+/// A directory no file can be created in, even by root: mode 0555, or
+/// where that does not stop root, immutable (`chattr +i`). None where
+/// neither works.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn new(dir: PathBuf) -> Option<ReadOnly> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let writable = |d: &Path| {
+            let probe = d.join("probe");
+            let ok = std::fs::write(&probe, "").is_ok();
+            let _ = std::fs::remove_file(probe);
+            ok
+        };
+        if !writable(&dir) {
+            return Some(ReadOnly(dir));
+        }
+        let chattr = Command::new("chattr").arg("+i").arg(&dir).status();
+        if chattr.is_ok_and(|s| s.success()) && !writable(&dir) {
+            return Some(ReadOnly(dir));
+        }
+        None
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+#[test]
+fn sweep_results_that_cannot_be_written() {
+    let s = Scratch::new("sweep-read-only");
+    let Some(_ro) = ReadOnly::new(s.join("results")) else {
+        eprintln!("no read-only directory can be made here; nothing to check");
+        return;
+    };
+    let e = refused(
+        s.path(),
+        &["sweep", "layernorm", "--emulate", "--results", "results"],
+        "--results results: no file can be created there: ",
+    );
+    assert!(!e.contains("wrong results"), "{e}");
+}
+
+#[test]
+fn sweep_namespace_too_long() {
+    let s = Scratch::new("sweep-namespace-long");
+    let name = "n".repeat(300);
+    refused(
+        s.path(),
+        &["sweep", "layernorm", "--emulate", "--results", "results", "--namespace", &name],
+        "--namespace `nnnnnnnnnnnnnnnn…` is 300 bytes long; a folder name is at most 255$",
+    );
+}
+
+#[test]
+fn sweep_namespace_that_is_a_file() {
+    let s = Scratch::new("sweep-namespace-file");
+    std::fs::create_dir(s.join("results")).unwrap();
+    std::fs::write(s.join("results/kept"), "mine").unwrap();
+    refused(
+        s.path(),
+        &["sweep", "layernorm", "--emulate", "--results", "results", "--namespace", "kept"],
+        "--namespace `kept`: results/kept exists and is not a directory$",
+    );
+    refused(s.path(), &["compare", "--namespace", "kept"], "--namespace `kept`: results/kept exists and is not a directory$");
+}
+
+#[test]
+fn compare_python_that_does_not_exist() {
+    let s = Scratch::new("compare-python");
+    let tmp = s.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["compare", "--namespace", "x", "--python", "/missing"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = within(cmd, 60);
+    assert_refused(&before, &[s.path()], out, "--python /missing: No such file or directory (os error 2)$");
+    let mut cmd = mage_cmd(s.path(), &["compare", "--namespace", "x", "--python", "no-such-python-9"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = within(cmd, 60);
+    assert_refused(&before, &[s.path()], out, "--python no-such-python-9 is not found on PATH");
+}
+
+#[test]
+fn compare_with_a_malformed_judge_leaves_nothing() {
+    let s = Scratch::new("compare-judge");
+    let tmp = s.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["compare", "--namespace", "x", "--judge", "layernorm:mage-007"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = within(cmd, 60);
+    assert_refused(&before, &[s.path()], out, "--judge layernorm:mage-007: expected OP:A:B, such as layernorm:mage-009:mage-007$");
+}
+
+// The GPU lock and the temp directory, on a machine with no GPU.
+
+#[test]
+fn gpu_lock_held_on_a_machine_without_a_gpu() {
+    if has_gpu() {
+        return;
+    }
+    let s = Scratch::new("lock-held");
+    let lock = std::fs::File::create(s.join("mage-gpu.lock")).unwrap();
+    lock.lock().unwrap();
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128"]);
+    cmd.env("TMPDIR", s.path());
+    let out = within(cmd, 60);
+    assert_refused(&before, &[s.path()], out, "no CUDA driver or device: ");
+    drop(lock);
+}
+
+#[test]
+fn missing_tmpdir_does_not_hide_the_missing_gpu() {
+    if has_gpu() {
+        return;
+    }
+    let s = Scratch::new("tmpdir-missing");
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128"]);
+    cmd.env("TMPDIR", s.join("nowhere"));
+    let out = within(cmd, 60);
+    assert_refused(&before, &[s.path()], out, "no CUDA driver or device: ");
+}
+
+// stdout: a closed pipe, a full disk.
+
+#[test]
+fn stdout_a_closed_pipe() {
+    let s = Scratch::new("stdout-closed-pipe");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = mage_cmd(s.path(), &["evolve", "layernorm", "--list"]);
+    cmd.stdout(writer);
+    let out = within(cmd, 60);
+    // Quiet, with the status of a process SIGPIPE ended: no panic, no message.
+    assert_eq!(out.stderr, "", "stderr");
+    assert_eq!(out.code, Some(141));
+}
+
+#[test]
+fn stdout_on_a_full_disk() {
+    let s = Scratch::new("stdout-full");
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "out.bin"]);
+    cmd.stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap());
+    let out = within(cmd, 120);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines, ["error: writing to stdout: No space left on device (os error 28)"]);
+    assert_eq!(out.code, Some(1));
+    // The output passed every check: it is written all the same.
+    assert_eq!(std::fs::read(s.join("out.bin")).unwrap().len(), 4 * 128 * 4);
+    let mut after = snapshot(s.path());
+    after.remove(&s.join("out.bin"));
+    assert_eq!(after, before[0]);
+    let mut cmd = mage_cmd(s.path(), &["evolve", "layernorm", "--list"]);
+    cmd.stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap());
+    let e = within(cmd, 60);
+    assert_eq!(e.stderr.trim_end(), "error: writing to stdout: No space left on device (os error 28)");
+}
+
+// An interrupt.
+
+#[test]
+fn interrupted_fixtures_leave_no_staging() {
+    let s = Scratch::new("fixtures-interrupted");
+    let mut child = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["fixtures", "layernorm", "--dims", "4096,4096", "--out", "case"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let staged = s.join(&format!(".case.new{}", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !staged.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "fixtures ended before its staging folder was seen");
+        assert!(std::time::Instant::now() < deadline, "no staging folder after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    let left: Vec<PathBuf> = snapshot(s.path()).into_keys().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+// Siblings: the same flaws through other flags.
+
+#[test]
+fn out_is_stdout_itself() {
+    let s = Scratch::new("out-stdout-file");
+    std::os::unix::fs::symlink("/dev/stdout", s.join("stdout")).unwrap();
+    let report = s.join("report.txt");
+    let mut cmd = mage_cmd(s.path(), &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", "stdout"]);
+    cmd.stdout(std::fs::File::create(&report).unwrap());
+    let out = within(cmd, 120);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The report, then the output after it: neither replaced nor written over.
+    let bytes = std::fs::read(&report).unwrap();
+    assert!(bytes.len() > 4 * 128 * 4 && bytes.starts_with(b"layernorm on the emulator"), "{} bytes", bytes.len());
+    assert_eq!(std::fs::read_link(s.join("stdout")).unwrap(), Path::new("/dev/stdout"));
+}
+
+#[test]
+fn flag_whose_partner_is_missing() {
+    let s = Scratch::new("flag-partner");
+    refused(
+        s.path(),
+        &["run", "layernorm", "--dims", "4,128", "--emulate", "--force"],
+        "--force applies to --out (it replaces an existing file), and no --out is named$",
+    );
+    refused(
+        s.path(),
+        &["sweep", "layernorm", "--emulate", "--results", "results", "--force"],
+        "--force applies to --namespace (it replaces the namespace's sweep-<op>.json), and no --namespace is named$",
+    );
+    refused(
+        s.path(),
+        &["fixtures", "layernorm", "--dims", "4,64", "--out", "case", "--allow-nonfinite"],
+        "--allow-nonfinite applies to --constant (generated inputs are always finite), and no --constant is named$",
+    );
+}
+
+#[test]
+fn evolve_compare_that_is_a_fifo() {
+    let s = Scratch::new("evolve-compare-fifo");
+    std::fs::create_dir_all(s.join("results/x")).unwrap();
+    mkfifo(&s.join("comparison.json"));
+    let before = [snapshot(s.path())];
+    let out = within(mage_cmd(s.path(), &["evolve", "--report", "--namespace", "x", "--compare", "comparison.json"]), 60);
+    assert_refused(&before, &[s.path()], out, "--compare comparison.json is a FIFO, not a regular file$");
+}
+
+#[test]
+fn an_error_with_stderr_on_a_full_disk_still_exits_1() {
+    let s = Scratch::new("stderr-full");
+    let out = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["run", "nosuch", "--emulate"])
+        .stderr(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(REFUSED));
+    let out = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["run", "--dimz", "4"])
+        .stderr(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(USAGE));
+}
+
+#[test]
+fn an_ignored_hangup_stays_ignored() {
+    // As under `nohup`: SIGHUP ignored before the binary starts.
+    let s = Scratch::new("nohup");
+    let script = format!("trap '' HUP; exec '{BIN}' fixtures layernorm --dims 4096,4096 --out case");
+    let mut child = Command::new("sh").current_dir(s.path()).args(["-c", &script]).spawn().unwrap();
+    let staged = s.join(&format!(".case.new{}", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !staged.exists() && child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no staging folder after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(s.join("case/input.json").is_file());
+}
+
+#[test]
+fn compare_without_a_gpu() {
+    if has_gpu() {
+        return;
+    }
+    let s = Scratch::new("compare-no-gpu");
+    let tmp = s.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let before = [snapshot(s.path())];
+    let mut cmd = mage_cmd(s.path(), &["compare", "--namespace", "x"]);
+    cmd.env("TMPDIR", &tmp);
+    let out = within(cmd, 120);
+    let e = assert_refused(&before, &[s.path()], out, "no CUDA driver or device: ");
+    assert!(e.ends_with("; compare needs a GPU; see `cargo xtask doctor`, line `CUDA driver`"), "{e}");
+}
+
+#[test]
+fn nsight_out_that_cannot_be_written() {
+    let s = Scratch::new("nsight-read-only");
+    let Some(_ro) = ReadOnly::new(s.join("reports")) else {
+        eprintln!("no read-only directory can be made here; nothing to check");
+        return;
+    };
+    refused(s.path(), &["nsight", "layernorm", "--out", "reports"], "--out reports: no file can be created there: ");
+}
+
+#[test]
+fn evidence_that_is_a_fifo() {
+    let s = Scratch::new("evidence-fifo");
+    std::fs::create_dir_all(s.join("results/x")).unwrap();
+    mkfifo(&s.join("results/x/comparison.json"));
+    mkfifo(&s.join("results/x/evolve-layernorm-4096x768.jsonl"));
+    let before = [snapshot(s.path())];
+    let out = within(mage_cmd(s.path(), &["plot", "x"]), 60);
+    assert_refused(&before, &[s.path()], out, "results/x/comparison.json is a FIFO, not a regular file$");
+    let out = within(mage_cmd(s.path(), &["evolve", "--report", "--namespace", "x"]), 60);
+    assert_refused(&before, &[s.path()], out, "results/x/evolve-layernorm-4096x768.jsonl is a FIFO, not a regular file$");
 }

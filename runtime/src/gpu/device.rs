@@ -52,6 +52,28 @@ pub struct Clocks {
     pub note: Option<String>,
 }
 
+/// Whether a CUDA driver is there and sees a device, without opening a
+/// context (what a command checks before it waits for the GPU lock): the
+/// error is the one [`open_context`] gives.
+pub fn driver_present() -> Result<(), String> {
+    let no_gpu = |detail: String| format!("no CUDA driver or device: {detail}");
+    // SAFETY: only tries to dlopen libcuda under its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(no_gpu("libcuda could not be loaded".into()));
+    }
+    let checked = catch_unwind(|| -> Result<(), String> {
+        result::init().map_err(cu("cuInit"))?;
+        match result::device::get_count().map_err(cu("cuDeviceGetCount"))? {
+            0 => Err("the driver sees no device".into()),
+            _ => Ok(()),
+        }
+    });
+    match checked {
+        Ok(r) => r.map_err(no_gpu),
+        Err(panic) => Err(no_gpu(panic_text(panic))),
+    }
+}
+
 /// Loads the CUDA driver and opens device `ordinal`'s primary context (the
 /// one PyTorch uses too). Without a driver or device the error says so; it
 /// never panics.

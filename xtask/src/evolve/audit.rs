@@ -100,8 +100,8 @@ pub fn finish(space: &Space, machine: &str, rows: &[AuditRow], dir: &Path) -> Re
     let md = markdown(space, machine, rows);
     write_atomic(&stem.with_extension("md"), md.as_bytes())?;
     write_atomic(&stem.with_extension("json"), serde_json::to_string_pretty(rows).unwrap().as_bytes())?;
-    println!("{md}");
-    println!("audit: {}.md", stem.display());
+    say!("{md}");
+    say!("audit: {}.md", stem.display());
     let (_, failed, _, _) = counts(rows.iter());
     if failed == 0 { Ok(()) } else { Err(format!("{failed} (configuration, shape) pairs of the {} space failed", space.op.name)) }
 }

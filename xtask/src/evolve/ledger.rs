@@ -166,7 +166,8 @@ pub struct Ledger {
 impl Ledger {
     /// Reads a ledger (every line must parse).
     pub fn read(path: &Path) -> Result<Ledger, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Only a regular file: a FIFO would block.
+        let bytes = crate::outputs::read_text(path, None)?.into_bytes();
         let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let entries = text
             .lines()

@@ -125,7 +125,7 @@ pub fn run(
         };
         let (knob, from, to) = p.change(space, &state.incumbent);
         if let Err(reason) = space.valid(&p.config, dims) {
-            println!("pruned {} ({knob} {from} → {to}): {reason}", space.id(&p.config));
+            let _ = crate::stdout::line(&format!("pruned {} ({knob} {from} → {to}): {reason}", space.id(&p.config)));
             let change = change(space, &state.incumbent, &p);
             let entry = Entry::Pruned(Pruned { session, change, reason, at_utc: now_utc() });
             state.apply(space, &entry)?;
@@ -137,7 +137,7 @@ pub fn run(
         let started = now_utc();
         let m = measurer.measure(&state.incumbent, &p.config)?;
         let g = conclude(space, &state.incumbent, &p, m, number, session, started);
-        println!("generation {number}: {:?}: {}", g.decision, g.reason);
+        let _ = crate::stdout::line(&format!("generation {number}: {:?}: {}", g.decision, g.reason));
         let entry = Entry::Generation(Box::new(g));
         state.apply(space, &entry)?;
         ledger.append(entry)?;
