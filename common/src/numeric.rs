@@ -175,15 +175,31 @@ pub fn sum_of_products(terms: u64) -> Tolerance {
     Tolerance::of_magnitude(terms as f64 * FLUSHED, gamma(terms + 2, U))
 }
 
-/// How an output compares with its reference.
+/// How an output compares with its reference: the one check rule of
+/// `run`, `sweep`, `gpu-check`, `expected.bin`, `evolve` and, through the
+/// module's `mage.compare`, `compare`'s harness.
+///
+/// NaN outputs count as failures and in `nan_count`; the error statistics
+/// are over the other elements, and are infinite (`null` in JSON) where an
+/// error is infinite, where no element is left, or where the reference they
+/// are relative to is zero and the error is not.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     pub elements: usize,
     /// Elements outside the tolerance (NaN counts).
     pub failures: usize,
+    /// Outputs that are NaN (an unwritten element is: the poison).
+    #[serde(default)]
+    pub nan_count: usize,
+    /// Largest `|out − ref|` over the outputs that are not NaN.
     pub max_abs_err: f64,
-    /// ‖out − ref‖₂ / ‖ref‖₂.
+    /// ‖out − ref‖₂ / ‖ref‖₂ over the outputs that are not NaN (the
+    /// Frobenius-relative error).
     pub rel_l2_err: f64,
+    /// `max_abs_err` over the largest `|ref|` there: an error relative to
+    /// the output's scale that a reference element near zero cannot blow up.
+    #[serde(default)]
+    pub max_rel_err: f64,
     /// The element with the largest error relative to its allowance:
     /// (index, got, want).
     pub worst: Option<(usize, f32, f64)>,
@@ -191,8 +207,15 @@ pub struct Comparison {
     /// tolerance; infinite for NaN).
     #[serde(default)]
     pub worst_ratio: f64,
+    /// The first elements outside the tolerance, at most [`FIRST_FAILURES`]:
+    /// (index, got, want).
+    #[serde(default)]
+    pub first_failures: Vec<(usize, f32, f64)>,
     pub tolerance: Tolerance,
 }
+
+/// How many failing elements a [`Comparison`] lists.
+pub const FIRST_FAILURES: usize = 5;
 
 impl Comparison {
     pub fn passed(&self) -> bool {
@@ -206,8 +229,9 @@ impl Comparison {
             Some((i, got, want)) => format!("; worst element {:?} (flat {i}): got {got:e}, want {want:e}", unravel(i, shape)),
             None => String::new(),
         };
+        let nan = if self.nan_count > 0 { format!(", {} NaN", self.nan_count) } else { String::new() };
         format!(
-            "{} of {} elements outside {}; max abs err {:.3e}, rel L2 err {:.3e}{worst}",
+            "{} of {} elements outside {}; max abs err {:.3e}, rel L2 err {:.3e}{nan}{worst}",
             self.failures, self.elements, self.tolerance, self.max_abs_err, self.rel_l2_err
         )
     }
@@ -230,8 +254,10 @@ pub fn compare(out: &[f32], reference: &Reference, tol: Tolerance) -> Comparison
         reference.magnitudes.is_empty() || reference.magnitudes.len() == reference.len(),
         "a reference has a magnitude for every element or none"
     );
-    let (mut failures, mut max_abs, mut err2, mut ref2) = (0usize, 0f64, 0f64, 0f64);
+    let (mut failures, mut nan_count, mut err2, mut ref2, mut ref_max) = (0usize, 0usize, 0f64, 0f64, 0f64);
+    let mut max_abs: Option<f64> = None;
     let mut worst: Option<(usize, f32, f64)> = None;
+    let mut first_failures = vec![];
     let mut worst_ratio = -1.0f64;
     for (i, (&got, &want)) in out.iter().zip(&reference.values).enumerate() {
         let magnitude = reference.magnitude(i);
@@ -248,17 +274,46 @@ pub fn compare(out: &[f32], reference: &Reference, tol: Tolerance) -> Comparison
         };
         if !tol.allows(got, want, magnitude) {
             failures += 1;
+            if first_failures.len() < FIRST_FAILURES {
+                first_failures.push((i, got, want));
+            }
         }
         if ratio > worst_ratio {
             worst_ratio = ratio;
             worst = Some((i, got, want));
         }
-        max_abs = if err.is_nan() { f64::INFINITY } else { max_abs.max(err) };
-        err2 += if err.is_finite() { err * err } else { f64::INFINITY };
+        if got.is_nan() {
+            nan_count += 1;
+            continue;
+        }
+        let err = if err.is_nan() { f64::INFINITY } else { err };
+        max_abs = Some(max_abs.map_or(err, |m| m.max(err)));
+        err2 += err * err;
         ref2 += want * want;
+        ref_max = ref_max.max(want.abs());
     }
-    let rel_l2_err = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };
-    Comparison { elements: out.len(), failures, max_abs_err: max_abs, rel_l2_err, worst, worst_ratio: worst_ratio.max(0.0), tolerance: tol }
+    let relative = |num: f64, den: f64| {
+        if den > 0.0 {
+            num / den
+        } else if num == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        }
+    };
+    let max_abs_err = max_abs.unwrap_or(f64::INFINITY);
+    Comparison {
+        elements: out.len(),
+        failures,
+        nan_count,
+        max_abs_err,
+        rel_l2_err: relative(err2.sqrt(), ref2.sqrt()),
+        max_rel_err: if max_abs.is_some() { relative(max_abs_err, ref_max) } else { f64::INFINITY },
+        worst,
+        worst_ratio: worst_ratio.max(0.0),
+        first_failures,
+        tolerance: tol,
+    }
 }
 
 /// How many elements of `a` and `b` differ in their bits: the check for
@@ -325,6 +380,30 @@ mod tests {
         let exact = Reference { values: vec![0.0], magnitudes: vec![0.0] };
         assert!(compare(&[0.0], &exact, tol).passed());
         assert!(!compare(&[1e-30], &exact, tol).passed());
+    }
+
+    #[test]
+    fn nan_is_counted_and_left_out_of_the_statistics() {
+        let reference = Reference::plain(vec![0.0, 1.0, 2.0]);
+        let c = compare(&[f32::NAN, 1.0, f32::INFINITY], &reference, Tolerance::new(1e-4, 1e-4));
+        assert_eq!((c.failures, c.nan_count), (2, 1));
+        assert_eq!(c.max_abs_err, f64::INFINITY);
+        assert_eq!(c.first_failures.iter().map(|f| f.0).collect::<Vec<_>>(), vec![0, 2]);
+        let all_nan = compare(&[f32::NAN, f32::NAN], &Reference::plain(vec![1.0, 2.0]), Tolerance::new(1e-4, 1e-4));
+        assert_eq!((all_nan.nan_count, all_nan.max_abs_err), (2, f64::INFINITY));
+        let fine = compare(&[1.0, 2.5, -3.0], &Reference::plain(vec![1.0, 2.0, -3.0]), Tolerance::new(1.0, 0.0));
+        assert_eq!((fine.max_abs_err, fine.max_rel_err), (0.5, 0.5 / 3.0));
+        assert!((fine.rel_l2_err - 0.5 / 14f64.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn errors_relative_to_a_zero_reference_are_infinite_unless_zero() {
+        let zero = Reference::plain(vec![0.0; 10]);
+        let c = compare(&[1.0; 10], &zero, Tolerance::new(1e-4, 1e-4));
+        assert_eq!((c.rel_l2_err, c.max_rel_err), (f64::INFINITY, f64::INFINITY));
+        assert_eq!(c.first_failures.len(), FIRST_FAILURES);
+        let exact = compare(&[0.0; 10], &zero, Tolerance::new(0.0, 0.0));
+        assert_eq!((exact.rel_l2_err, exact.max_rel_err, exact.failures), (0.0, 0.0, 0));
     }
 
     #[test]

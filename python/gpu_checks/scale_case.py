@@ -30,7 +30,7 @@ def main() -> None:
         if a.rows:
             if i > 0:
                 continue
-            row = {"matmul": dims[2], "triangle": dims[1], "neighbor": dims[1], "layernorm": dims[1], "gelu": dims[1]}[spec["op"]]
+            row = dims[2] if spec["op"] == "matmul" else dims[-1] if spec["op"] == "triangle" else dims[1]
             factors = [10 ** rng.uniform(-3, 3) for _ in range(len(values) // row + 1)]
             values = [v * factors[j // row] for j, v in enumerate(values)]
         else:

@@ -13,14 +13,30 @@ NAN = float("nan")
 
 class Lists(unittest.TestCase):
     def test_pass(self):
-        c = compare_lists([1.0, 2.00005, -3.0], [1.0, 2.0, -3.0], 1e-4, 1e-4)
+        # 2 + 2^-11 is exact in float32, as the output is rounded to it.
+        c = compare_lists([1.0, 2.00048828125, -3.0], [1.0, 2.0, -3.0], 1e-3, 1e-4)
         self.assertTrue(c["passed"])
         self.assertEqual(c["failures"], 0)
         self.assertEqual(c["checked"], 3)
-        self.assertAlmostEqual(c["max_abs_err"], 5e-5, places=9)
-        self.assertAlmostEqual(c["rel_l2_err"], 5e-5 / math.sqrt(14), places=9)
-        self.assertAlmostEqual(c["max_rel_err"], 5e-5 / 3.0, places=9)  # over max |ref|, not |ref| at the error
-        self.assertEqual(c["tolerance"], {"abs": 1e-4, "rel": 1e-4, "of_magnitude": 0.0})
+        self.assertAlmostEqual(c["max_abs_err"], 2**-11, places=12)
+        self.assertAlmostEqual(c["rel_l2_err"], 2**-11 / math.sqrt(14), places=12)
+        self.assertAlmostEqual(c["max_rel_err"], 2**-11 / 3.0, places=12)  # over max |ref|, not |ref| at the error
+        self.assertEqual(c["tolerance"], {"abs": 1e-3, "rel": 1e-4, "of_magnitude": 0.0})
+
+    def test_the_rule_is_the_modules(self):
+        # The same bytes through mage.compare directly give the same block.
+        import struct
+
+        import mage
+        out, ref = [1.0, 2.5, float("nan")], [1.0, 2.0, 3.0]
+        direct = mage.compare(struct.pack("<3f", *out), struct.pack("<3d", *ref), 0.1, 0.0)
+        self.assertEqual(direct, compare_lists(out, ref, 0.1, 0.0))
+        self.assertEqual((direct["failures"], direct["nan_count"], direct["max_abs_err"]), (2, 1, 0.5))
+        with self.assertRaises(mage.MageError):
+            mage.compare(b"\0" * 5, b"\0" * 8, 0.0, 0.0)
+
+    def test_an_empty_output_does_not_pass(self):
+        self.assertFalse(compare_lists([], [], 1.0, 1.0)["passed"])
 
     def test_a_magnitude_bound_follows_the_scale_and_fails_zeros(self):
         for scale in (1e-6, 1.0, 1e15):

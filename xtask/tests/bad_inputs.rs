@@ -612,6 +612,64 @@ fn infinity_in_an_input() {
 }
 
 #[test]
+fn layernorm_row_past_fp32() {
+    let s = Scratch::new("layernorm-range");
+    let case = copy_case("layernorm-4x128", s.path());
+    set_input_f32(&case, "a.bin", |v| v[130] = 3e37);
+    refused(
+        s.path(),
+        &["run", "layernorm", "--case", "case", "--emulate", "--out", "out.bin"],
+        "case case: a.bin (x) row 1 spreads too far for FP32: the sum of its squared deviations is 9.000e74 (values up to 3.000e37), \
+         beyond 8.507e37; scale the input down$",
+    );
+}
+
+#[test]
+fn contraction_whose_terms_pass_fp32() {
+    let s = Scratch::new("matmul-range");
+    let case = copy_case("matmul-17x19x23", s.path());
+    for file in ["a.bin", "b.bin"] {
+        set_input_f32(&case, file, |v| v.iter_mut().for_each(|x| *x *= 1e20));
+    }
+    refused(
+        s.path(),
+        &["run", "matmul", "--case", "case", "--emulate", "--out", "out.bin"],
+        "case case: the inputs are out of FP32's range: output [0, 0] sums terms of magnitude ",
+    );
+}
+
+/// Values of about 1e-3 (outputs about 3e-5) and an `expected.bin` of zeros:
+/// the bound follows the terms, so zeros are refused (a fixed 3.4e-5 passed them).
+#[test]
+fn expected_zeros_on_small_data() {
+    let s = Scratch::new("expected-zeros-small");
+    let case = copy_case("matmul-64x48x40", s.path());
+    for file in ["a.bin", "b.bin"] {
+        set_input_f32(&case, file, |v| v.iter_mut().for_each(|x| *x *= 1e-3));
+    }
+    set_input(&case, "expected.bin", &vec![0u8; 64 * 48 * 4]);
+    let e = refused(s.path(), &["run", "matmul", "--case", "case", "--emulate"], "case case: the output of matmul current → ");
+    assert!(e.contains("disagrees with expected.bin: 3072 of 3072 elements outside"), "{e}");
+}
+
+/// Correct outputs on data of any scale pass (a bound from the dims refused them at 1e15).
+#[test]
+fn every_scale_passes() {
+    for (scale, name) in [(1e15f32, "large"), (1e-6, "small")] {
+        let s = Scratch::new(&format!("scale-{name}"));
+        let case = copy_case("matmul-17x19x23", s.path());
+        for file in ["a.bin", "b.bin"] {
+            set_input_f32(&case, file, |v| v.iter_mut().for_each(|x| *x *= scale));
+        }
+        remove_from_case(&case, "expected.bin");
+        for stage in ["current", "mage-001", "mage-007", "mage-009", "mage-010"] {
+            let out = mage(s.path(), &["run", "matmul", "--case", "case", "--emulate", "--stage", stage]);
+            assert_eq!(out.code, Some(0), "{scale:e} {stage}: {}", out.stderr);
+        }
+    }
+}
+
+#[test]
 fn allow_nonfinite_runs_and_checks_the_nan_positions() {
     let s = Scratch::new("allow-nonfinite");
     let case = copy_case("layernorm-4x128", s.path());

@@ -61,6 +61,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::{Mutex, PoisonError};
 use tensor::Tensor;
 
+mod check;
+
 pyo3::create_exception!(mage, MageError, pyo3::exceptions::PyException, "A bad argument or a failed launch; the message says which.");
 
 pub(crate) fn error(msg: impl Into<String>) -> PyErr {
@@ -536,6 +538,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EVICT_BYTES", device::EVICT_BYTES)?;
     m.add("COMMIT", mage_runtime::BUILD_COMMIT)?;
     m.add_function(wrap_pyfunction!(ops, m)?)?;
+    m.add_function(wrap_pyfunction!(check::compare_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(op_info, m)?)?;
     m.add_function(wrap_pyfunction!(input_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
