@@ -185,6 +185,14 @@ mod host {
         d[1].is_multiple_of(4) && d[2].is_multiple_of(4)
     }
 
+    /// Whether 128-bit accesses to the rows of B and C (`n` floats each)
+    /// are 16-byte aligned: `n` a multiple of 4. The `_v4` test of the
+    /// stages that copy A by element (mage-006, mage-007), where `k` does
+    /// not matter; weaker than [`vector_rows`], which needs `k` too.
+    pub fn vector_b_rows(d: &[u32]) -> bool {
+        d[1].is_multiple_of(4)
+    }
+
     /// The f64 reference: each output a sum of `k` exact products, and its
     /// magnitude `Σ_p |a[i, p]| |b[p, j]|`, in the same pass.
     pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
