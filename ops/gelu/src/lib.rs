@@ -35,6 +35,11 @@ pub mod current;
 pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh form.
 pub const CUBIC: f64 = 0.044_715;
+/// `2·log2(e)·√(2/π)`: `s = z·(A0 + A1·z²) = 2u·log2(e)` (mage-001's
+/// exponent; mage-002's is `−s`).
+pub const A0: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI) as f32;
+/// `A0 · 0.044715`.
+pub const A1: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) as f32;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;

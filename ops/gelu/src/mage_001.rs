@@ -1,5 +1,8 @@
 //! mage-001: one fused kernel, one element per thread.
 //!
+//! Kernel body: this module (`gelu_scalar`); its constants [`A0`]
+//! and [`A1`] in the crate root, shared with mage-002.
+//!
 //! Thread `i` of the flat `[rows, width]` grid loads `x[i]` and
 //! `bias[i % width]`, and writes `gelu(x[i] + bias[i % width])`: one read
 //! and one write per element, no intermediate `z` in memory. The starting
@@ -54,14 +57,10 @@
 //! | 1000x1001 | 3.85 | 9.47 |
 //! <!-- /mage:table -->
 
+use crate::{A0, A1};
 use mage_common::device::*;
 
 pub const THREADS: u32 = 256;
-
-/// `2·log2(e)·√(2/π)`: `s = z·(A0 + A1·z²) = 2u·log2(e)`.
-pub const A0: f32 = (2.0 * core::f64::consts::LOG2_E * crate::SQRT_2_OVER_PI) as f32;
-/// `A0 · 0.044715`.
-pub const A1: f32 = (2.0 * core::f64::consts::LOG2_E * crate::SQRT_2_OVER_PI * crate::CUBIC) as f32;
 
 /// `gelu(z)` with `ex2` standing for `ex2.approx` (the kernel passes
 /// [`ex2_approx`]; tests pass it perturbed to the edge of its contract).

@@ -1,5 +1,9 @@
 //! mage-002: one 128-bit quad per thread, `gelu(z) = z·σ(2u)` without a division.
 //!
+//! Kernel body: this module (`gelu_quad`); its constants are the negated
+//! [`A0`](crate::A0) and [`A1`](crate::A1) of the crate root, shared with
+//! mage-001.
+//!
 //! What changed, and why it should help:
 //!
 //! * **Quads.** Each thread loads four consecutive `x` with one
@@ -68,9 +72,9 @@ use mage_common::device::*;
 pub const THREADS: u32 = 256;
 
 /// `−2·log2(e)·√(2/π)`: `s = z·(B0 + B1·z²) = −2u·log2(e)`.
-pub const B0: f32 = -crate::mage_001::A0;
+pub const B0: f32 = -crate::A0;
 /// `B0 · 0.044715`.
-pub const B1: f32 = -crate::mage_001::A1;
+pub const B1: f32 = -crate::A1;
 
 /// `gelu(z) = z·σ(2u)` with `ex2` and `rsqrt` standing for `ex2.approx` and
 /// `rsqrt.approx` (tests pass them perturbed to the edges of their contract).

@@ -1,5 +1,7 @@
 //! mage-001: one 256-thread block per row, three passes over the row.
 //!
+//! Kernel body: this module (`layernorm_block_tree`).
+//!
 //! Each thread strides over the row; partial sums meet in shared memory
 //! through a tree of barriers (eight halvings). Pass one finds the mean of
 //! the row shifted by its first element, pass two the centred sums

@@ -1,5 +1,7 @@
 //! mage-002: one warp per row, 128-bit quads, shuffle reductions.
 //!
+//! Kernel body: this module (`layernorm_warp`).
+//!
 //! A reduction that needed a block now needs a warp: 32 lanes read the row
 //! in quads and meet in registers through `shuffle_xor` butterflies, with no
 //! shared memory and no barrier. Eight rows share a 256-thread block. Still

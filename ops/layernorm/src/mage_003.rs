@@ -1,5 +1,7 @@
 //! mage-003: two warps per row, meeting once in shared memory behind one barrier.
 //!
+//! Kernel body: this module (`layernorm_pair`).
+//!
 //! Each warp takes half of the row's quads, reduces its
 //! [`Moments`](mage_common::stats::Moments) with shuffles, and the two
 //! halves merge through 12 bytes of shared memory each, behind a single

@@ -1,5 +1,7 @@
 //! mage-007: one warp per row, the row held in registers.
 //!
+//! Kernel body: this module (its `layernorm_warp_held_*` entries).
+//!
 //! mage-002 reads each row three times (mean, centred sums, output); mage-006
 //! reads once but needs a block barrier and a grid of one block per row.
 //! Here a warp owns a row as in mage-002 and each lane keeps its `Q` quads

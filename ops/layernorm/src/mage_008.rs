@@ -1,5 +1,8 @@
 //! mage-008: mage-006's held row in wider blocks, for rows up to 4096.
 //!
+//! Kernel body: [`crate::row_held`] (shared with mage-006; frozen: ptxas
+//! resources pinned by `tests/resources.rs`).
+//!
 //! mage-006 covers rows of up to 1024 (128 threads, two quads each); wider
 //! rows fell back to the two-warp mage-003, which reads a row's quads in
 //! 32-lane steps and merges Chan moments with a division per quad. Here the
@@ -21,7 +24,7 @@
 //! | 16384x4096 | 200.13 | 200.96 |
 //! <!-- /mage:table -->
 
-use crate::mage_006::row_held;
+use crate::row_held::row_held;
 
 mage_common::kernel! {
     /// Rows of up to 2048: 256 threads, 64 bytes of shared memory.

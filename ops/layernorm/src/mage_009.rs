@@ -1,10 +1,13 @@
 //! mage-009: two warps per row, four rows per 256-thread block, three or
 //! four held quads per lane.
 //!
+//! Kernel body: [`crate::held_rows`] (shared with mage-010; frozen: ptxas
+//! resources pinned by `tests/resources.rs`).
+//!
 //! mage-007 gives a row of 768 to one warp: six quads (24 floats) per lane
 //! and 56 registers, so four blocks of eight warps per SM (48% achieved
 //! occupancy, long-scoreboard stalls dominating). Here a row goes to 64
-//! threads through [`held_rows`](crate::held_rows): three quads per lane at
+//! threads through [`held_rows`](crate::held_rows::held_rows): three quads per lane at
 //! 768 (four up to 1024, two up to 512), all loaded before any is used,
 //! about half mage-007's registers. The two warps of a row meet once in 32
 //! bytes of shared memory behind the block's one barrier, merged without a
@@ -53,6 +56,6 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     name: "mage-009",
     summary: "two warps per row, four rows per block, up to four held quads per lane, one barrier",
     kernels: KERNELS,
-    supports: |d| crate::entries_support(ENTRIES, d),
-    plan: |d| crate::held_plan(ENTRIES, d),
+    supports: |d| crate::held_rows::entries_support(ENTRIES, d),
+    plan: |d| crate::held_rows::held_plan(ENTRIES, d),
 };

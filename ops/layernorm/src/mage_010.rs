@@ -1,9 +1,12 @@
 //! mage-010: a block per row, four quads per thread loaded before any is
 //! used, the warps merged without a division.
 //!
+//! Kernel body: [`crate::held_rows`] (shared with mage-009; frozen: ptxas
+//! resources pinned by `tests/resources.rs`).
+//!
 //! Against mage-008 (held row, two quads per thread, 256 or 512 threads)
 //! and mage-001 (scalar three-pass, the fastest on rows of 4096): each
-//! thread of [`held_rows`](crate::held_rows) issues four 128-bit loads of
+//! thread of [`held_rows`](crate::held_rows::held_rows) issues four 128-bit loads of
 //! its row back to back, with no branch between them, so 64 bytes per
 //! thread are in flight at once; the block grows with the row (128 threads
 //! up to 2048, 256 up to 4096, 512 up to 8192). After the two butterflies
@@ -64,6 +67,6 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     name: "mage-010",
     summary: "block per row (128 to 512 threads), four held quads per thread loaded first, division-free merge",
     kernels: KERNELS,
-    supports: |d| crate::entries_support(ENTRIES, d),
-    plan: |d| crate::held_plan(ENTRIES, d),
+    supports: |d| crate::held_rows::entries_support(ENTRIES, d),
+    plan: |d| crate::held_rows::held_plan(ENTRIES, d),
 };

@@ -16,6 +16,7 @@
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
+//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
@@ -183,6 +184,14 @@ mod host {
     /// floats each) are 16-byte aligned: both `k` and `n` multiples of 4.
     pub fn vector_rows(d: &[u32]) -> bool {
         d[1].is_multiple_of(4) && d[2].is_multiple_of(4)
+    }
+
+    /// Whether 128-bit accesses to the rows of B and C (`n` floats each)
+    /// are 16-byte aligned: `n` a multiple of 4. The `_v4` test of the
+    /// stages that copy A by element (mage-006, mage-007), where `k` does
+    /// not matter; weaker than [`vector_rows`], which needs `k` too.
+    pub fn vector_b_rows(d: &[u32]) -> bool {
+        d[1].is_multiple_of(4)
     }
 
     /// The f64 reference: each output a sum of `k` exact products, and its

@@ -1,5 +1,7 @@
 //! mage-001: 16x16 shared tiles, one output per thread.
 //!
+//! Kernel body: this module (`matmul_tile16`).
+//!
 //! What: a 256-thread block computes a 16x16 tile of C. For each K step of
 //! 16, every thread copies one element of A's 16x16 tile and one of B's
 //! into shared memory (zero outside the matrices), the block meets at a

@@ -1,6 +1,9 @@
 //! mage-002: a 64x64 block tile, a 4x4 register tile per thread, K step 32,
 //! 128-bit global loads.
 //!
+//! Kernel body: this module (`matmul_reg4x4_*`), over the crate root's
+//! `load_quad`, `rank1_update` and `store_tile`.
+//!
 //! What: a 256-thread block computes a 64x64 tile of C, each thread a 4x4
 //! piece of it held in 16 registers. For each K step of 32 the block copies
 //! A's 64x32 tile and B's 32x64 tile into shared memory (16 KiB) with

@@ -1,5 +1,8 @@
 //! mage-003: 128-bit shared reads, the A tile stored transposed, K step 64.
 //!
+//! Kernel body: this module (`matmul_smem128_*`), over the crate root's
+//! `load_quad`, `rank1_update` and `store_tile`.
+//!
 //! What: the block and register tiles of mage-002, but the A tile is stored
 //! transposed in shared memory, `As[kk][r]` with a row stride of 68 floats,
 //! so the four A values a thread needs for one `k` are consecutive and come

@@ -1,6 +1,9 @@
 //! mage-006: two shared buffers; the next K tile is copied by `cp.async`
 //! while the multiply-adds of this one run.
 //!
+//! Kernel body: this module (`matmul_cp_async_*`), over the crate root's
+//! `cp_async_quad`, `rank1_update` and `store_tile`.
+//!
 //! What: the tiles of mage-003 (64x64 block tile, 4x4 register tile,
 //! transposed A with row stride 68, 128-bit shared reads), double-buffered.
 //! The K step goes back to 32 so that two buffers (16.5 KiB each, 33 KiB in
@@ -169,9 +172,7 @@ mage_common::kernel! {
 /// Whether the `_v4` entry applies: B's and C's rows (`n` floats) start
 /// 16-byte aligned. (A is copied by element, so `k` does not matter.)
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn vector_entry(d: &[u32]) -> bool {
-    d[1].is_multiple_of(4)
-}
+pub use crate::vector_b_rows as vector_entry;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {

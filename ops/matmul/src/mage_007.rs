@@ -1,6 +1,9 @@
 //! mage-007: a 128x128 block tile, an 8x8 register tile per thread in
 //! 32x64 warp tiles, K step 16, one barrier per K step.
 //!
+//! Kernel body: this module (`matmul_warptile8x8_*`), over the crate root's
+//! `cp_async_quad` and `store_quad`.
+//!
 //! What changed against mage-006: the block tile grows from 64x64 to
 //! 128x128 and each of the 256 threads owns an 8x8 piece of it (64
 //! accumulators) instead of 4x4. A warp covers a 32x64 tile of C: warp `w`
@@ -255,7 +258,7 @@ mage_common::kernel! {
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn plan(d: &[u32]) -> mage_common::op::Plan {
-    let kernel = if crate::mage_006::vector_entry(d) { &matmul_warptile8x8_v4::KERNEL } else { &matmul_warptile8x8_scalar::KERNEL };
+    let kernel = if crate::vector_b_rows(d) { &matmul_warptile8x8_v4::KERNEL } else { &matmul_warptile8x8_scalar::KERNEL };
     crate::tiled_launch(d, kernel, BM, BN, THREADS, SHARED_BYTES)
 }
 

@@ -6,6 +6,9 @@
 //! the one-product reference for a 3xTF32 stage, and `current` never picks
 //! it.
 //!
+//! Kernel body: this module (`matmul_tf32_wgmma_*`), over the crate root's
+//! `load_quad`.
+//!
 //! What changed against mage-007: the multiply-adds leave the FP32 pipes
 //! for the tensor cores. A block is one warpgroup (128 threads) and owns a
 //! 64x64 tile of C; per K step of 32 it issues four `m64n64k8` multiplies,

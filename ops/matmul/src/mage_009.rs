@@ -4,6 +4,10 @@
 //! two warpgroups per block, four shared-memory stages filled by
 //! `cp.async`. Under the op's FP32 tolerance, not outside it.
 //!
+//! Kernel body: [`crate::tf32x3`] (shared with mage-010; frozen: ptxas
+//! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
+//! model of `tests/stages.rs`); this module holds its entries and plan.
+//!
 //! ## The problem turned over
 //!
 //! TF32 multiplies read shared operands K-major only, and B (`[k][n]`) is

@@ -1,6 +1,11 @@
 //! mage-010: mage-009's 3xTF32 product on rows that are not 16-byte
 //! aligned, padded first instead of copied by the word.
 //!
+//! Kernel body: [`crate::tf32x3`] (shared with mage-009; frozen: ptxas
+//! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
+//! model of `tests/stages.rs`); this module holds its entries, the padding
+//! and the plan.
+//!
 //! ## What changed
 //!
 //! Where `k` or `n` is not a multiple of 4, mage-009 runs its `_scalar`

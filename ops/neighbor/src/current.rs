@@ -47,7 +47,8 @@
 //! | 7x9x23 | **5.00** | – | – | mage-001 |
 //! <!-- /mage:table -->
 
-use crate::{mage_001, mage_002, mage_003, mage_004, mage_005, max_degree};
+use crate::graph::max_degree;
+use crate::{mage_001, mage_002, mage_003, mage_004, mage_005};
 use mage_common::op::{Dispatcher, Readable, Stage};
 
 /// Largest graph (edges) for which the row-walking stages were measured

@@ -1,5 +1,7 @@
 //! mage-001: one thread per output element, walking its row's edges.
 //!
+//! Kernel body: this module (`neighbor_row`).
+//!
 //! Thread `t` computes `out[i, col]` (`i = t / width`): it loads
 //! `rowptr[i]`, `rowptr[i + 1]`, then for each edge the index and weight
 //! (the same addresses for every thread of the row, served as broadcasts)

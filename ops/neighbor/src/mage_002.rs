@@ -1,6 +1,10 @@
 //! mage-002: merge-path partition, one warp per equal share of rows + edges,
 //! split rows finished by a second kernel.
 //!
+//! Kernel body: this module (`neighbor_merge`); the partition and the
+//! carries' fix-up kernel in [`crate::merge_path`] (shared with mage-003;
+//! frozen: ptxas resources pinned by `tests/resources.rs`).
+//!
 //! What changed, and why it should help: mage-001 gives each row's threads
 //! the whole row, so on a power-law graph one row's 14,000 dependent steps
 //! set the time of the launch. Here the work is cut by amount, not by row
@@ -55,7 +59,8 @@
 //! | 7x9x23 | 4.89 | 11.36 |
 //! <!-- /mage:table -->
 
-use crate::{merge_path, warp_in_grid};
+use crate::merge_path::merge_path;
+use crate::warp_in_grid;
 use mage_common::device::*;
 
 /// Columns a warp covers per pass over its share: two per lane.
@@ -142,17 +147,17 @@ mod host {
 
     /// Items (rows + edges) per warp for these dims.
     pub fn items(d: &[u32]) -> u32 {
-        crate::merge_items(d)
+        crate::merge_path::merge_items(d)
     }
 
     pub fn supports(d: &[u32]) -> bool {
-        crate::merge_supports(d)
+        crate::merge_path::merge_supports(d)
     }
 
     /// The two launches with `items` per warp (tests vary it to split rows
     /// across many warps).
     pub fn plan_with(d: &[u32], items: u32) -> Plan {
-        crate::merge_plan(d, items, &neighbor_merge::KERNEL)
+        crate::merge_path::merge_plan(d, items, &neighbor_merge::KERNEL)
     }
 
     pub fn plan(d: &[u32]) -> Plan {
@@ -162,7 +167,7 @@ mod host {
     pub static STAGE: Stage = Stage {
         name: "mage-002",
         summary: "merge-path shares of rows + edges, one warp each, carries summed by a fix-up kernel",
-        kernels: &[&neighbor_merge::KERNEL, &crate::neighbor_fixup::KERNEL],
+        kernels: &[&neighbor_merge::KERNEL, &crate::merge_path::neighbor_fixup::KERNEL],
         supports,
         plan,
     };

@@ -1,6 +1,10 @@
 //! mage-003: mage-002's merge-path shares, with coalesced edge batches and
 //! 128-bit gathers split over lane groups.
 //!
+//! Kernel body: this module (`neighbor_merge_quad`); the partition and the
+//! carries' fix-up kernel in [`crate::merge_path`] (shared with mage-002;
+//! frozen: ptxas resources pinned by `tests/resources.rs`).
+//!
 //! What changed, and why it should help: in mage-002 every lane loads each
 //! edge's index and weight itself (a broadcast, but one load instruction
 //! per lane per edge, and the gather has to wait for it), and gathers
@@ -41,7 +45,8 @@
 //! | 65536x64x1048576 power-law | 78.69 | 85.22 |
 //! <!-- /mage:table -->
 
-use crate::{merge_path, warp_in_grid};
+use crate::merge_path::merge_path;
+use crate::warp_in_grid;
 use mage_common::device::*;
 
 /// Edge steps per iteration of the gather loop (written out as four `fetch`es).
@@ -142,22 +147,22 @@ mod host {
     use mage_common::op::{Plan, Stage};
 
     pub fn supports(d: &[u32]) -> bool {
-        d[1].is_multiple_of(4) && crate::merge_supports(d)
+        d[1].is_multiple_of(4) && crate::merge_path::merge_supports(d)
     }
 
     /// mage-002's launches with this stage's main kernel.
     pub fn plan_with(d: &[u32], items: u32) -> Plan {
-        crate::merge_plan(d, items, &neighbor_merge_quad::KERNEL)
+        crate::merge_path::merge_plan(d, items, &neighbor_merge_quad::KERNEL)
     }
 
     pub fn plan(d: &[u32]) -> Plan {
-        plan_with(d, crate::merge_items(d))
+        plan_with(d, crate::merge_path::merge_items(d))
     }
 
     pub static STAGE: Stage = Stage {
         name: "mage-003",
         summary: "merge-path shares, coalesced edge batches shuffled to lane groups, 128-bit gathers",
-        kernels: &[&neighbor_merge_quad::KERNEL, &crate::neighbor_fixup::KERNEL],
+        kernels: &[&neighbor_merge_quad::KERNEL, &crate::merge_path::neighbor_fixup::KERNEL],
         supports,
         plan,
     };

@@ -1,6 +1,10 @@
 //! mage-004: one warp per row, 128-bit gathers spread over lane groups,
 //! one kernel (for graphs without heavy rows).
 //!
+//! Kernel body: this module (`neighbor_warp_row`); the edge batches and
+//! gathers in [`crate::gather`] (shared with mage-005; frozen: ptxas
+//! resources pinned by `tests/resources.rs`).
+//!
 //! What changed, and why it should help: mage-001 (the stage `current`
 //! ran on small light graphs) gives each output element its own thread,
 //! and each thread walks its row one edge at a time: per edge a 4-byte
@@ -14,7 +18,7 @@
 //! * the warp splits into groups of lanes, one lane per 16-byte quad of a
 //!   row of `x` (at width 64: two groups of 16), the groups taking
 //!   alternate edges, and each lane issues
-//!   [`GATHERS_IN_FLIGHT`](crate::GATHERS_IN_FLIGHT) (8)
+//!   [`GATHERS_IN_FLIGHT`](crate::gather::GATHERS_IN_FLIGHT) (8)
 //!   `ld.global.nc.v4.f32` before its first multiply-add waits: a row of up
 //!   to 16 edges (the default uniform graph's mean) is one batch load and
 //!   one round of gathers;
@@ -61,7 +65,8 @@
 //! butterfly: deterministic, and the GPU and the emulator agree bit for
 //! bit. Needs `width % 4 == 0`.
 
-use crate::{EdgeBatch, QuadGroups, accumulate, warp_in_grid};
+use crate::gather::{EdgeBatch, QuadGroups, accumulate};
+use crate::warp_in_grid;
 use mage_common::device::*;
 
 mage_common::kernel! {

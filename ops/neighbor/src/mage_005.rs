@@ -2,6 +2,10 @@
 //! edges; two kernels, neither of which walks light rows one after another
 //! (graphs with heavy rows).
 //!
+//! Kernel body: this module (`neighbor_light_rows`, `neighbor_heavy_chunks`);
+//! the edge batches and gathers in [`crate::gather`] (shared with mage-004;
+//! frozen: ptxas resources pinned by `tests/resources.rs`).
+//!
 //! Where mage-002's time goes on the default power-law graph, which holds
 //! as many edges as the uniform one and takes about four times mage-001's
 //! uniform time. Its shares are cut by amount, so every warp does the same
@@ -101,7 +105,8 @@
 //! | 65536x64x1048576 power-law | 65.98 | 71.68 |
 //! <!-- /mage:table -->
 
-use crate::{EdgeBatch, QuadGroups, WARPS_PER_BLOCK, accumulate, warp_in_grid};
+use crate::gather::{EdgeBatch, QuadGroups, accumulate};
+use crate::{WARPS_PER_BLOCK, warp_in_grid};
 use mage_common::device::neighbor::red_add;
 use mage_common::device::*;
 

@@ -1,5 +1,7 @@
 //! mage-001: one output per thread, straight from global memory.
 //!
+//! Kernel body: this module (`triangle_naive`).
+//!
 //! Thread `t` of the flat `[n, n, c]` grid computes `O[i, j, ch]` with a
 //! loop of `n` FMAs, loading `A[i, k, ch]` and `B[j, k, ch]` through the
 //! read-only path each time. Consecutive threads take consecutive channels,

@@ -1,5 +1,7 @@
 //! mage-002: a 4×4 register tile of (i, j) per thread, one channel.
 //!
+//! Kernel body: this module (`triangle_tile`).
+//!
 //! What changed, and why it should help: mage-001 spends two loads on every
 //! FMA. Here a thread owns the sixteen outputs `O[i0..i0+4, j0..j0+4, ch]`;
 //! each step of `k` loads four `A[i, k, ch]` and four `B[j, k, ch]` into

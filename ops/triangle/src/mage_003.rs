@@ -1,5 +1,7 @@
 //! mage-003: a 4×4 (i, j) tile of channel quads per thread, 128-bit loads.
 //!
+//! Kernel body: this module (`triangle_tile_quad`).
+//!
 //! What changed, and why it should help: a thread of mage-002 owns one
 //! channel, so every load moves 4 bytes. Here a thread owns four
 //! consecutive channels as well, 64 outputs `O[i0..i0+4, j0..j0+4,

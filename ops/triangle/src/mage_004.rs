@@ -2,6 +2,11 @@
 //! shared memory, with the block tile chosen by shape: 64x32 where its
 //! grid still gives about one block per SM, else 32x16.
 //!
+//! Kernel body: [`crate::channel_tiles`] (entries `triangle_tiles_32x16` and
+//! `triangle_tiles_64x32`; the body is shared with mage-005; frozen: its
+//! ptxas resources are pinned by `tests/resources.rs`, its bits by
+//! `tests/stages.rs`).
+//!
 //! What changed against mage-003: mage-003 reads every operand straight
 //! from global memory (through L1), 8 loads per 64 multiply-adds, with no
 //! reuse between threads but what L1 happens to keep. Here a block owns
@@ -9,7 +14,7 @@
 //! chunk, 8]` in shared memory by 4-byte `cp.async`, three chunks in
 //! flight, transposed on the way to `[k][ch][row]`, so that four rows of
 //! one channel are one 128-bit shared load (see
-//! [`channel_tiles`](crate::channel_tiles)). Every global sector a block
+//! [`channel_tiles`](crate::channel_tiles::channel_tiles)). Every global sector a block
 //! reads (8 channels, 32 bytes) is used whole. Any `n` and `c` (tails
 //! zero-filled, not stored); every output summed as in every other stage.
 //!
@@ -61,8 +66,8 @@
 //! threads fit an SM's registers (`tests/resources.rs` checks every
 //! launch); no stack, no spills.
 
-use crate::{ChannelTiles, TILES_32X16, TILES_64X32, channel_tiles_launch};
-use crate::{triangle_tiles_32x16, triangle_tiles_64x32};
+use crate::channel_tiles::{ChannelTiles, TILES_32X16, TILES_64X32, channel_tiles_launch};
+use crate::channel_tiles::{triangle_tiles_32x16, triangle_tiles_64x32};
 use mage_common::Kernel;
 
 /// Blocks from which a tile keeps every SM busy: about one per SM of the

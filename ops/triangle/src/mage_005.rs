@@ -1,6 +1,11 @@
 //! mage-005: the 32x16 tile with a warp per channel and `k` split over two
 //! groups of 256 threads.
 //!
+//! Kernel body: [`crate::channel_tiles`] (entry `triangle_tiles_32x16_split`;
+//! the body is shared with mage-004; frozen: its ptxas
+//! resources are pinned by `tests/resources.rs`, its bits by
+//! `tests/stages.rs`).
+//!
 //! What changed against the warp-per-channel 32x16 tile (a candidate that
 //! lost, `docs/attempts.md`): at 128x32 its 128
 //! blocks give each SM one block of eight warps, two per scheduler, and
@@ -44,7 +49,8 @@
 //! | 512x32 | 642.10 | 651.70 |
 //! | 7x5 | 2.31 | 8.51 |
 //! <!-- /mage:table -->
-use crate::{TILES_32X16_SPLIT, channel_tiles_launch, triangle_tiles_32x16_split};
+
+use crate::channel_tiles::{TILES_32X16_SPLIT, channel_tiles_launch, triangle_tiles_32x16_split};
 
 pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     name: "mage-005",
