@@ -35,7 +35,7 @@ from .manifest import Manifest, OpSpec
 from .numeric import compare_arrays
 from .ops import BUILTIN_IMPLS, OUTSIDE_CONTRACT, dims_label, rust_name
 from .profparse import counter_diff, counter_snapshot, kernel_events, kernel_summary, split_calls
-from .reference import build_reference, neighbor_dst, torch_magnitude, u32_to_int64
+from .reference import build_reference, input_views, torch_magnitude
 from .stats import median
 
 CONTROL_BYTES = 256 << 20
@@ -62,17 +62,6 @@ class OpState:
     reference_info: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
     case: Any = None  # the `mage` case, for per-stage tolerances
-
-
-def _views(op: str, roles: list[str], tensors: list, dims: list[int]) -> dict:
-    """Inputs by role; for neighbor also the int64 forms of its CSR."""
-    views = dict(zip(roles, tensors))
-    if op == "neighbor":
-        n, _, edges = dims
-        views["rowptr64"] = u32_to_int64(views["rowptr"])
-        views["indices64"] = u32_to_int64(views["indices"])
-        views["dst64"] = neighbor_dst(views["rowptr64"], n, edges)
-    return views
 
 
 class TorchBackend:
@@ -251,7 +240,7 @@ class TorchBackend:
             host = torch.frombuffer(bytearray(data), dtype=dtype) if data else torch.empty(0, dtype=dtype)
             tensors.append(host.to(self.device).reshape(shape))
         torch.cuda.synchronize()
-        views = _views(spec.op, [i["role"] for i in info["inputs"]], tensors, list(spec.dims))
+        views = input_views(spec.op, [i["role"] for i in info["inputs"]], tensors, list(spec.dims))
         output_shape = mage.output_shape(spec.op, list(spec.dims))
         ref, ref_info = build_reference(spec, views, output_shape, self.golden_dir, self.use_golden)
         mag = torch_magnitude(spec.op, list(spec.dims), views)

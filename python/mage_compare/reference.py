@@ -37,6 +37,18 @@ def u32_to_int64(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.int64) & 0xFFFFFFFF
 
 
+def input_views(op: str, roles: list[str], tensors: list, dims: list[int]) -> dict:
+    """Inputs by role; for neighbor also the int64 forms of its CSR, which
+    the reference and the alternatives index with."""
+    views = dict(zip(roles, tensors))
+    if op == "neighbor":
+        n, _, edges = dims
+        views["rowptr64"] = u32_to_int64(views["rowptr"])
+        views["indices64"] = u32_to_int64(views["indices"])
+        views["dst64"] = neighbor_dst(views["rowptr64"], n, edges)
+    return views
+
+
 def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
     """float64 result shaped like the output, from the typed views `v`."""
     f = lambda t: t.to(torch.float64)  # noqa: E731

@@ -168,7 +168,7 @@ class Registry(unittest.TestCase):
                 self.raises(f"device is 18446744073709551616; {device}", f, 2**64)
                 if not os.path.exists("/dev/nvidiactl"):
                     # The driver is asked before torch (not installed here) is imported.
-                    self.raises("no CUDA driver or device: libcuda could not be loaded", f, 0)
+                    self.raises("cuda:0: no CUDA driver or device: libcuda could not be loaded", f, 0)
 
 
 @unittest.skipIf(mage is None and not REQUIRED, "the extension module `mage` is not built (cargo test builds it)")
@@ -384,8 +384,20 @@ class Prepare(unittest.TestCase):
                              FakeTensor((6,), dtype="torch.int32", ptr=3 << 30), FakeTensor((9,), dtype="torch.int32", ptr=4 << 30))
         for stage in ["current", "mage-001"]:
             with self.subTest(stage=stage):
-                self.refused("no CUDA driver or device: libcuda could not be loaded", "neighbor", stage,
+                self.refused("cuda:0: no CUDA driver or device: libcuda could not be loaded", "neighbor", stage,
                              [x, w, rowptr, idx], FakeTensor((5, 4), ptr=5 << 30))
+
+    @unittest.skipIf(os.path.exists("/dev/nvidiactl"), "a machine with a GPU: module_graph.py checks a device past the count there")
+    def test_the_tensors_device_is_the_one_opened(self):
+        # Tensors on cuda:1 open device 1's context (here: the error names it).
+        on1 = [FakeTensor((8, 16), device=1), FakeTensor((16,), device=1), FakeTensor((16,), device=1)]
+        with self.assertRaises(mage.MageError) as e:
+            mage.prepare("layernorm", "mage-002", on1, FakeTensor((8, 16), ptr=2 << 30, device=1))
+        self.assertEqual(str(e.exception), "cuda:1: no CUDA driver or device: libcuda could not be loaded")
+        for f in (mage.evict_l2, mage.reset_persisting_l2):
+            with self.assertRaises(mage.MageError) as e:
+                f(3)
+            self.assertEqual(str(e.exception), "cuda:3: no CUDA driver or device: libcuda could not be loaded")
 
 
 class Readme(unittest.TestCase):

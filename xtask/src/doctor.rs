@@ -127,7 +127,7 @@ pub fn run() -> Result<(), String> {
         .collect();
     let specific: Vec<String> =
         targets.iter().filter(|(_, t)| t.ends_with('a')).map(|(op, t)| format!("{op} ({t}: Hopper, H100 and H200, only)")).collect();
-    let gpu = mage_runtime::gpu::Gpu::open();
+    let gpu = mage_runtime::gpu::Gpu::open(0);
     if let Ok(g) = &gpu {
         let (major, minor) = g.info().compute_capability;
         let here = format!("sm_{major}{minor}");

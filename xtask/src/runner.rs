@@ -25,7 +25,7 @@ fn emulate_hint() -> String {
 /// same error as [`open_gpu`]'s without a driver or device, for `command`
 /// (`run`, `compare`); only the commands that have `--emulate` point to it.
 pub fn gpu_present(command: &str) -> Result<(), String> {
-    mage_runtime::gpu::device::driver_present().map_err(|e| {
+    mage_runtime::gpu::context::driver_present().map_err(|e| {
         if ["run", "sweep", "evolve --audit"].contains(&command) {
             format!("{e}; {}", emulate_hint())
         } else {
@@ -35,7 +35,7 @@ pub fn gpu_present(command: &str) -> Result<(), String> {
 }
 
 pub fn open_gpu() -> Result<Gpu, String> {
-    let mut gpu = Gpu::open().map_err(|e| format!("{e}; {}", emulate_hint()))?;
+    let mut gpu = Gpu::open(0).map_err(|e| format!("{e}; {}", emulate_hint()))?;
     gpu.load_module("mage-common", ops::ptx("mage-common")?)?;
     for op in ops::all() {
         gpu.load_module(op.package, ops::ptx(op.package)?)?;

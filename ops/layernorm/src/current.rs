@@ -49,4 +49,8 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 }
 
 /// `current` for the registry: picks from the dims alone.
-pub const DISPATCHER: Dispatcher = Dispatcher { summary: "the stage measured fastest for the shape", reads: &[], choose: |d, _| choose(d) };
+pub const DISPATCHER: Dispatcher = Dispatcher {
+    summary: "mage-009 up to width 1024 and 4096 rows, mage-002 for more rows, mage-010 from width 1028 to 8192, mage-001 otherwise (and where width % 4 != 0)",
+    reads: &[],
+    choose: |d, _| choose(d),
+};

@@ -93,7 +93,7 @@ impl Gpu {
         let output = self.alloc_poisoned(op.output_len(dims))?;
         let scratch = plan.scratch.iter().map(|&n| self.alloc_poisoned(n)).collect::<Result<Vec<_>, _>>()?;
         let scratch_ptrs: Vec<u64> = scratch.iter().map(DeviceBuf::ptr).collect();
-        let bound = BoundPlan::bind(&self.modules, plan, &inputs.ptrs(), output.ptr(), &scratch_ptrs)?;
+        let bound = self.with_modules(|m| BoundPlan::bind(m, plan, &inputs.ptrs(), output.ptr(), &scratch_ptrs))?;
         self.sync("preparing device buffers")?;
         Ok(Prepared { bound, output, _scratch: scratch, _inputs: PhantomData })
     }

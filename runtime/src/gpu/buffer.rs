@@ -1,13 +1,10 @@
-//! Device buffers: an op's inputs, poisoned outputs and scratch, and the
-//! buffer whose writes evict L2.
+//! Device buffers: an op's inputs, poisoned outputs and scratch.
 
+pub use super::context::L2_FLUSH_BYTES;
 use super::cu;
 use super::device::Gpu;
 use cudarc::driver::{CudaSlice, DevicePtr, sys};
 use mage_common::op::{Elem, HostBuf, OUTPUT_POISON, Op};
-
-/// Bytes written to evict L2 (H200's L2 is 50 MiB).
-pub const L2_FLUSH_BYTES: usize = 256 << 20;
 
 /// A device buffer of 4-byte elements (f32 or u32 bits).
 pub struct DeviceBuf {
@@ -84,20 +81,12 @@ impl Gpu {
         Ok(DeviceInputs { bufs })
     }
 
-    /// Writes a 256 MiB buffer so that L2 holds none of a call's data.
-    /// Asynchronous: it runs on the stream ahead of whatever follows. It is
-    /// a memset, not a kernel, so kernel records never count it.
+    /// Writes a 256 MiB buffer so that L2 holds none of a call's data
+    /// (the context's eviction buffer). Asynchronous: it runs on the stream
+    /// ahead of whatever follows. It is a memset, not a kernel, so kernel
+    /// records never count it.
     pub fn l2_flush(&self) -> Result<(), String> {
-        self.bind()?;
-        let buf = match self.flush.get() {
-            Some(buf) => buf,
-            None => {
-                let buf = self.alloc(Elem::U32, L2_FLUSH_BYTES / 4)?;
-                self.flush.get_or_init(|| buf)
-            }
-        };
-        // SAFETY: the buffer holds `len` words and lives as long as `self`.
-        unsafe { sys::cuMemsetD32Async(buf.ptr(), 0, buf.len, self.stream.cu_stream()) }.result().map_err(cu("flushing L2"))
+        self.context.evict_l2(self.stream.cu_stream())
     }
 
     /// An uninitialised buffer of `len` elements.

@@ -1,27 +1,19 @@
-//! Opening a device, what it is, and its clocks (read, never set).
+//! A device opened for `run`, `sweep` and `gpu-check`: what it is, and its
+//! clocks (read, never set).
 
-use super::buffer::DeviceBuf;
+use super::context::{Context, version_text};
+use super::cu;
 use super::module::Modules;
-use super::{cu, panic_text};
 use cudarc::driver::{CudaContext, CudaStream, DriverError, result, sys};
 use serde::Serialize;
-use std::panic::catch_unwind;
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-/// The oldest driver (as `cuDriverGetVersion` reports it) whose symbols the
-/// CUDA 13.0 bindings call: `cuEventElapsedTime_v2` arrived in 12.8, and a
-/// missing symbol would be a panic inside `cudarc`.
-const MIN_DRIVER: i32 = 12080;
-
-/// One open device (ordinal 0) with the op modules loaded into its primary
-/// context, and one stream (the legacy default stream).
+/// One open device, its [`Context`] (with the op modules loaded into it),
+/// and one stream (the legacy default stream).
 pub struct Gpu {
-    // Fields drop in order: modules and the flush buffer before the context.
-    pub(crate) modules: Modules,
-    pub(crate) flush: OnceLock<DeviceBuf>,
+    pub(crate) context: Arc<Context>,
     pub(crate) stream: Arc<CudaStream>,
-    pub(crate) ctx: Arc<CudaContext>,
     pub(crate) info: DeviceInfo,
 }
 
@@ -52,72 +44,24 @@ pub struct Clocks {
     pub note: Option<String>,
 }
 
-/// Whether a CUDA driver is there and sees a device, without opening a
-/// context (what a command checks before it waits for the GPU lock): the
-/// error is the one [`open_context`] gives.
-pub fn driver_present() -> Result<(), String> {
-    let no_gpu = |detail: String| format!("no CUDA driver or device: {detail}");
-    // SAFETY: only tries to dlopen libcuda under its usual names.
-    if !unsafe { sys::is_culib_present() } {
-        return Err(no_gpu("libcuda could not be loaded".into()));
-    }
-    let checked = catch_unwind(|| -> Result<(), String> {
-        result::init().map_err(cu("cuInit"))?;
-        match result::device::get_count().map_err(cu("cuDeviceGetCount"))? {
-            0 => Err("the driver sees no device".into()),
-            _ => Ok(()),
-        }
-    });
-    match checked {
-        Ok(r) => r.map_err(no_gpu),
-        Err(panic) => Err(no_gpu(panic_text(panic))),
-    }
-}
-
-/// Loads the CUDA driver and opens device `ordinal`'s primary context (the
-/// one PyTorch uses too). Without a driver or device the error says so; it
-/// never panics.
-pub fn open_context(ordinal: usize) -> Result<(Arc<CudaContext>, i32), String> {
-    let no_gpu = |detail: String| format!("no CUDA driver or device: {detail}");
-    // SAFETY: only tries to dlopen libcuda under its usual names.
-    if !unsafe { sys::is_culib_present() } {
-        return Err(no_gpu("libcuda could not be loaded".into()));
-    }
-    // cudarc panics on a missing driver symbol; make that an error too.
-    let opened = catch_unwind(|| -> Result<(Arc<CudaContext>, i32), String> {
-        result::init().map_err(cu("cuInit"))?;
-        let mut version = 0;
-        // SAFETY: writes one int.
-        unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(cu("cuDriverGetVersion"))?;
-        if version < MIN_DRIVER {
-            return Err(format!(
-                "the driver supports CUDA {}; the runner needs {} or newer",
-                version_text(version),
-                version_text(MIN_DRIVER)
-            ));
-        }
-        let ctx = CudaContext::new(ordinal).map_err(cu("opening the device"))?;
-        // One stream per user of the context, so cudarc's per-buffer events
-        // would only add work. SAFETY: no buffer is shared between streams.
-        unsafe { ctx.disable_event_tracking() };
-        Ok((ctx, version))
-    });
-    match opened {
-        Ok(r) => r.map_err(no_gpu),
-        Err(panic) => Err(no_gpu(panic_text(panic))),
-    }
-}
+pub use super::context::driver_present;
 
 impl Gpu {
-    /// Opens device 0. Without a driver or device the error says so; it
-    /// never panics.
-    pub fn open() -> Result<Gpu, String> {
-        let (ctx, version) = open_context(0)?;
-        let info = device_info(&ctx, version).map_err(cu("querying device 0"))?;
+    /// Opens device `ordinal` (`cuda:N`) through its [`Context`]. Without a
+    /// driver or device the error says so; it never panics.
+    pub fn open(ordinal: usize) -> Result<Gpu, String> {
+        let context = Context::of(ordinal)?;
+        context.bind()?;
+        let info = device_info(&context.cuda, context.driver_version).map_err(|e| format!("querying device {ordinal}: {:?}", e.0))?;
         // The legacy default stream: no stream is ever created, so no
         // buffer records or waits on events.
-        let stream = ctx.default_stream();
-        Ok(Gpu { modules: Modules::default(), flush: OnceLock::new(), stream, ctx, info })
+        let stream = context.cuda.default_stream();
+        Ok(Gpu { context, stream, info })
+    }
+
+    /// The device's context.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.context
     }
 
     pub fn info(&self) -> DeviceInfo {
@@ -143,8 +87,7 @@ impl Gpu {
     /// JIT-compiles an op's PTX and keeps the module, replacing an earlier
     /// one of the same package. ptxas' error log ends up in the error.
     pub fn load_module(&mut self, package: &str, ptx: &str) -> Result<(), String> {
-        self.bind()?;
-        self.modules.load(package, ptx)
+        self.context.load_module(package, ptx)
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`), so that a
@@ -155,25 +98,18 @@ impl Gpu {
         Ok((free as u64, total as u64))
     }
 
-    /// The modules loaded so far.
-    pub fn modules(&self) -> &Modules {
-        &self.modules
+    /// Runs `f` on the modules loaded so far.
+    pub fn with_modules<T>(&self, f: impl FnOnce(&mut Modules) -> Result<T, String>) -> Result<T, String> {
+        self.context.with_modules(f)
     }
 
     /// Makes the context current on this thread (raw driver calls need it).
     pub(crate) fn bind(&self) -> Result<(), String> {
-        self.ctx.bind_to_thread().map_err(cu("binding the CUDA context"))
+        self.context.bind()
     }
 
     pub(crate) fn sync(&self, what: &str) -> Result<(), String> {
         self.stream.synchronize().map_err(|e| format!("{what}: {:?}", e.0))
-    }
-}
-
-impl Drop for Gpu {
-    /// Makes the context current so that the modules unload in it.
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
     }
 }
 
@@ -187,11 +123,6 @@ fn device_info(ctx: &CudaContext, driver: i32) -> Result<DeviceInfo, DriverError
         driver_version: version_text(driver),
         l2_bytes: ctx.attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
     })
-}
-
-/// `13000` -> `13.0`.
-pub(crate) fn version_text(v: i32) -> String {
-    format!("{}.{}", v / 1000, v % 1000 / 10)
 }
 
 /// nvidia-smi's spelling of a device UUID: `GPU-` and 8-4-4-4-12 hex digits.
@@ -231,18 +162,12 @@ mod tests {
     }
 
     #[test]
-    fn driver_versions_read_as_cuda_versions() {
-        assert_eq!(version_text(13000), "13.0");
-        assert_eq!(version_text(12080), "12.8");
-    }
-
-    #[test]
     fn open_without_a_gpu_is_an_error_not_a_panic() {
         // SAFETY: only probes for libcuda.
         if unsafe { sys::is_culib_present() } {
             return; // a machine with a driver: nothing to check here
         }
-        let e = Gpu::open().err().expect("no driver, yet Gpu::open succeeded");
+        let e = Gpu::open(0).err().expect("no driver, yet Gpu::open succeeded");
         assert!(e.starts_with("no CUDA driver or device:"), "{e}");
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`device`] | opening a device, what it is, its clocks (read only) |
+//! | [`context`] | one context per device: opening it, its loaded modules, the L2-eviction buffer, copies to the host |
+//! | [`device`] | [`Gpu`]: a device opened for the runner, what it is, its clocks (read only) |
 //! | [`module`] | JIT-loading PTX, finding kernel entries, the shared-memory opt-in |
-//! | [`buffer`] | device buffers: inputs, poisoned outputs and scratch, L2 eviction |
+//! | [`buffer`] | device buffers: inputs, poisoned outputs and scratch |
 //! | [`bind`] | a plan bound to device addresses ([`BoundPlan`]), and launching it on a stream |
 //! | [`timing`] | event spans and back-to-back spans in rounds |
 //! | [`cupti`] | CUPTI kernel activity records: GPU kernel time per call |
@@ -24,6 +25,7 @@
 
 pub mod bind;
 pub mod buffer;
+pub mod context;
 pub mod cupti;
 pub mod device;
 pub mod module;
@@ -31,6 +33,7 @@ pub mod timing;
 
 pub use bind::{BoundPlan, Prepared};
 pub use buffer::{DeviceBuf, DeviceInputs};
+pub use context::Context;
 pub use cupti::KernelTimes;
 pub use device::{Clocks, DeviceInfo, Gpu};
 pub use module::Modules;

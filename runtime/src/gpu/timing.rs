@@ -153,7 +153,7 @@ impl Gpu {
 
     /// Two events with timing enabled.
     fn event_pair(&self) -> Result<(CudaEvent, CudaEvent), String> {
-        let event = || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cu("creating an event"));
+        let event = || self.context.cuda.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cu("creating an event"));
         Ok((event()?, event()?))
     }
 
