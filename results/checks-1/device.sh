@@ -38,6 +38,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 # The module: bad graphs refused, every neighbor stage correct through it, the validation's cost; memcheck on that path.
 python3 "$PWD/../../python/gpu_checks/module_graph.py" --out "$O" > "$O/module-graph.txt" 2>&1; echo "exit $?" >> "$O/module-graph.txt"
 compute-sanitizer --tool memcheck --error-exitcode 9 python3 "$PWD/../../python/gpu_checks/module_graph.py" --quick --out /tmp/q > "$O/memcheck.txt" 2>&1; echo "exit $?" >> "$O/memcheck.txt"
+# The README's PyTorch example, as written there.
+sed -n '/mage:example pytorch/,/^```$/p' "$B/../../README.md" | sed '1,2d;$d' > /tmp/example.py
+{ python3 /tmp/example.py; echo "exit $?"; } >> "$O/module-graph.txt" 2>&1
 # A quick comparison: the harness holds torch, torch.compile, Triton and Mage to the same magnitude-scaled bound.
 timeout 240 ./mage compare matmul neighbor layernorm --quick --namespace checks-quick > "$O/compare-quick.txt" 2>&1; echo "exit $?" >> "$O/compare-quick.txt"
 f=$(find / -path /proc -prune -o -name comparison.json -path '*checks-quick*' -print 2>/dev/null | head -1); [ -n "$f" ] && cp "$f" "$O/comparison-quick.json"
