@@ -48,16 +48,16 @@ pub fn scratch_bytes(op: &Op, stage: &str, dims: &[u32]) -> u64 {
 
 /// Host memory for `run` or one workload of `sweep`: the inputs, one input
 /// again as file bytes (read from a case or written), the output (twice on
-/// a GPU: before and after timing), the f64 reference and the copies of
-/// the copies of the inputs its threads hold ([`Op::reference_copy_bytes`]),
+/// a GPU: before and after timing), the f64 reference and its magnitudes
+/// (16 bytes per output element), the copies of the inputs its threads hold ([`Op::reference_copy_bytes`]),
 /// and on the emulator the plan's scratch.
 pub fn host_need_run(op: &Op, dims: &[u32], scratch: u64, machine: Machine) -> Need {
     let (inputs, largest) = input_bytes(op, dims);
     let output = op.output_len(dims) as u64 * 4;
     let mut parts = vec![("inputs", inputs), ("file staging", largest), ("reference threads' input copies", op.reference_copy_bytes(dims))];
     match machine {
-        Machine::Emulator => parts.extend([("output", output), ("f64 reference", output * 2), ("scratch", scratch)]),
-        Machine::Gpu => parts.extend([("outputs", output * 2), ("f64 reference", output * 2)]),
+        Machine::Emulator => parts.extend([("output", output), ("f64 reference and magnitudes", output * 4), ("scratch", scratch)]),
+        Machine::Gpu => parts.extend([("outputs", output * 2), ("f64 reference and magnitudes", output * 4)]),
     }
     Need { what: format!("{} {}", op.name, Op::dims_label(dims)), parts }
 }
@@ -154,13 +154,13 @@ mod tests {
     fn a_workload_that_does_not_fit_is_refused_with_both_numbers() {
         let op = &mage_triangle::OP;
         let need = host_need_run(op, &[8192, 4], 0, Machine::Emulator);
-        // A and B 1 GiB each, read back 1 GiB, output 1 GiB, f64 reference 2 GiB.
-        assert_eq!(need.total(), 6 << 30);
+        // A and B 1 GiB each, read back 1 GiB, output 1 GiB, f64 reference and magnitudes 4 GiB.
+        assert_eq!(need.total(), 8 << 30);
         let available = Available { bytes: 2 << 30, source: "MemAvailable" };
         let e = check_fits(&need, available, "host").unwrap_err();
-        assert!(e.starts_with("triangle 8192x4 needs 6442450944 bytes (6.0 GiB) of host memory (inputs 2147483648,"), "{e}");
+        assert!(e.starts_with("triangle 8192x4 needs 8589934592 bytes (8.0 GiB) of host memory (inputs 2147483648,"), "{e}");
         assert!(e.ends_with("; 2147483648 bytes (2.0 GiB) available (MemAvailable)"), "{e}");
-        assert!(check_fits(&need, Available { bytes: 6 << 30, source: "MemAvailable" }, "host").is_ok());
+        assert!(check_fits(&need, Available { bytes: 8 << 30, source: "MemAvailable" }, "host").is_ok());
     }
 
     #[test]
