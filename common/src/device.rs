@@ -611,4 +611,4 @@ pub fn smem_ld2(offset: u32) -> [f32; 2] {
     emu::shared_load::<[f32; 2]>(offset)
 }
 
-pub mod neighbor;
+pub mod atomic;

@@ -107,7 +107,7 @@
 
 use crate::gather::{EdgeBatch, QuadGroups, accumulate};
 use crate::{WARPS_PER_BLOCK, warp_in_grid};
-use mage_common::device::neighbor::red_add;
+use mage_common::device::atomic::red_add;
 use mage_common::device::*;
 
 /// Rows with more edges than this are heavy: the second kernel sums them.

@@ -1,5 +1,5 @@
-//! Device vocabulary added for the neighbour sum: an atomic f32 add to
-//! global memory.
+//! Atomic reductions to global memory: an f32 add that returns nothing
+//! (`red.global.add.f32`).
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::emu;

@@ -1,11 +1,11 @@
-//! The emulator's `red.global.add.f32` (try-split adds the parts of heavy
-//! rows with it):
+//! The emulator's `red.global.add.f32` (neighbor's try-split stage adds
+//! the parts of heavy rows with it):
 //! every add lands exactly once when threads of many blocks add to the
 //! same words at once, subnormal inputs and results flush to
 //! sign-preserving zero as PTX defines on global memory, and an add into
 //! an input buffer is refused like a store.
 
-use mage_common::device::neighbor::red_add;
+use mage_common::device::atomic::red_add;
 use mage_common::device::*;
 use mage_common::emu::{Region, launch_kernel};
 use mage_common::kernel::{ArgValue, Dim3, LaunchConfig};
