@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let root = mage_common::tools::workspace_root();
+    let root = mage_toolchain::workspace_root();
     for dir in ["common/src", "ops", "xtask/ptx-linker/src"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
@@ -32,7 +32,7 @@ fn main() {
     ops.sort();
     packages.extend(ops);
     for pkg in &packages {
-        match mage_common::tools::build_ptx(pkg) {
+        match mage_toolchain::build_ptx(pkg) {
             Ok(path) => writeln!(code, "    ({pkg:?}, Ok(include_str!({:?}))),", path.display().to_string()).unwrap(),
             Err(e) => {
                 println!("cargo:warning=PTX of {pkg} not built: {}", e.lines().next().unwrap_or_default());

@@ -566,7 +566,7 @@ mod tests {
 
 /// Every committed case directory under `fixtures/` for `op`, sorted.
 pub fn committed_cases(op: &Op) -> Vec<PathBuf> {
-    let root = crate::tools::workspace_root().join("fixtures");
+    let root = crate::home::workspace_root().join("fixtures");
     let mut dirs: Vec<PathBuf> = fs::read_dir(&root)
         .into_iter()
         .flatten()

@@ -10,7 +10,11 @@
 //! * host only: [`emu`] (the emulator), [`op`] (what an op crate registers),
 //!   [`numeric`] (f64 references, tolerances and the numerical contract),
 //!   [`fixtures`] (deterministic inputs and case directories), [`cleanup`]
-//!   (temporaries removed on an interrupt), [`tools`] (PTX builds and ptxas).
+//!   (temporaries removed on an interrupt), [`home`] (the workspace, and
+//!   where the running binary lives).
+//!
+//! Building PTX, ptxas and the Python extension are host-only machinery
+//! and live in `mage-toolchain`, not here.
 //!
 //! This crate never depends on an op crate.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
@@ -34,6 +38,8 @@ pub mod emu;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod fixtures;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod home;
+#[cfg(not(target_arch = "nvptx64"))]
 pub mod numeric;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod op;
@@ -41,8 +47,6 @@ pub mod op;
 pub mod scale;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod space;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod tools;
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -237,17 +237,6 @@ impl Space {
             Err(format!("{} problems:\n{}", problems.len(), problems.join("\n")))
         }
     }
-
-    /// ptxas' resource request of every kernel entry of the space (builds
-    /// the op's PTX), in the order of [`Space::kernels`].
-    pub fn resources(&self) -> Result<Vec<crate::tools::Resources>, String> {
-        let ptx = crate::tools::build_ptx(self.op.package)?;
-        let all = crate::tools::ptxas_resources(&ptx)?;
-        self.kernels
-            .iter()
-            .map(|k| all.iter().find(|r| r.entry == k.name).cloned().ok_or_else(|| format!("ptxas reported no entry `{}`", k.name)))
-            .collect()
-    }
 }
 
 /// What an audit found for one configuration at one shape.

@@ -110,14 +110,14 @@ impl Drop for WorkDir {
 /// beside the binary; in a checkout the extension is built first.
 pub fn python_path() -> Result<Vec<PathBuf>, String> {
     let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("python")));
-    if let Some(dir) = beside.filter(|d| d.join("mage_compare").is_dir() && d.join(mage_common::tools::EXTENSION_FILE).is_file()) {
+    if let Some(dir) = beside.filter(|d| d.join("mage_compare").is_dir() && d.join(mage_toolchain::EXTENSION_FILE).is_file()) {
         return Ok(vec![dir]);
     }
-    let root = mage_common::tools::workspace_root();
+    let root = mage_common::home::workspace_root();
     if !root.join("python/mage_compare").is_dir() {
         return Err("python/mage_compare not found beside the binary or in the checkout".into());
     }
-    let ext = mage_common::tools::build_python_extension(false)?;
+    let ext = mage_toolchain::build_python_extension(false)?;
     Ok(vec![root.join("python"), ext.parent().expect("a file path").to_path_buf()])
 }
 
@@ -267,7 +267,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), String> {
         "environment": {
             "mage_commit": mage_runtime::BUILD_COMMIT,
             "toolchain": mage_runtime::BUILD_RUSTC,
-            "ptxas": mage_common::tools::PTXAS_VERSION,
+            "ptxas": mage_toolchain::PTXAS_VERSION,
             "ptx_sha256": ptx_sha,
         },
         "ops": entries,

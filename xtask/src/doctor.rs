@@ -3,7 +3,8 @@
 //! It builds and installs nothing (what it cannot see without building, it
 //! says how to build), and exits 1 when a line says MISSING.
 
-use mage_common::tools::{self, Home};
+use mage_common::home::Home;
+use mage_toolchain as toolchain;
 use std::path::Path;
 use std::process::Command;
 
@@ -61,7 +62,7 @@ fn ptx_isa(driver: &str) -> &'static str {
 fn checkout_lines(r: &mut Report, root: &Path) {
     match output_in(root, "rustc", &["--version"]) {
         Some(v) => {
-            let llvm = tools::llvm_bin();
+            let llvm = toolchain::llvm_bin();
             let src = output_in(root, "rustc", &["--print", "sysroot"])
                 .map(|s| Path::new(&s).join("lib/rustlib/src/rust/library/core").exists())
                 .unwrap_or(false);
@@ -73,17 +74,17 @@ fn checkout_lines(r: &mut Report, root: &Path) {
         }
         None => r.line(Status::Missing, "toolchain", "rustc not found: install rustup; rust-toolchain.toml pins the nightly"),
     }
-    let pinned = std::env::var_os("MAGE_PTXAS").map(std::path::PathBuf::from).unwrap_or_else(tools::installed_ptxas_path);
+    let pinned = std::env::var_os("MAGE_PTXAS").map(std::path::PathBuf::from).unwrap_or_else(toolchain::installed_ptxas_path);
     if pinned.exists() {
-        match tools::ptxas_version(&pinned) {
-            Ok(v) if v == tools::PTXAS_VERSION => r.line(Status::Ok, "ptxas", format!("{v} ({})", pinned.display())),
+        match toolchain::ptxas_version(&pinned) {
+            Ok(v) if v == toolchain::PTXAS_VERSION => r.line(Status::Ok, "ptxas", format!("{v} ({})", pinned.display())),
             Ok(v) => {
-                r.line(Status::Missing, "ptxas", format!("{} is ptxas {v}; snapshots need {}", pinned.display(), tools::PTXAS_VERSION))
+                r.line(Status::Missing, "ptxas", format!("{} is ptxas {v}; snapshots need {}", pinned.display(), toolchain::PTXAS_VERSION))
             }
             Err(e) => r.line(Status::Missing, "ptxas", e.lines().next().unwrap_or_default()),
         }
     } else if output("python3", &["-m", "pip", "--version"]).is_some() {
-        r.line(Status::NotHere, "ptxas", format!("not installed yet: the first `cargo test` installs {} with pip", tools::PTXAS_VERSION));
+        r.line(Status::NotHere, "ptxas", format!("not installed yet: the first `cargo test` installs {} with pip", toolchain::PTXAS_VERSION));
     } else {
         r.line(Status::Missing, "ptxas", "not installed, and `python3 -m pip` (which installs it) is not available");
     }
@@ -91,7 +92,7 @@ fn checkout_lines(r: &mut Report, root: &Path) {
 
 pub fn run() -> Result<(), String> {
     let mut r = Report::default();
-    let home = tools::home();
+    let home = mage_common::home::home();
     match &home {
         Home::Checkout(root) => checkout_lines(&mut r, root),
         Home::Bundle(_) | Home::Loose => {
@@ -123,7 +124,7 @@ pub fn run() -> Result<(), String> {
     // GPUs of exactly that compute capability.
     let targets: Vec<(&str, String)> = crate::ops::all()
         .iter()
-        .filter_map(|op| Some((op.name, mage_common::tools::ptx_target(crate::ops::ptx(op.package).ok()?)?.to_string())))
+        .filter_map(|op| Some((op.name, mage_toolchain::ptx_target(crate::ops::ptx(op.package).ok()?)?.to_string())))
         .collect();
     let specific: Vec<String> =
         targets.iter().filter(|(_, t)| t.ends_with('a')).map(|(op, t)| format!("{op} ({t}: Hopper, H100 and H200, only)")).collect();

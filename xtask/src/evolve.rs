@@ -290,7 +290,7 @@ fn search(space: &'static Space, a: &EvolveArgs) -> Result<(), String> {
         "clocks_start": clocks_start,
         "commit": mage_runtime::BUILD_COMMIT,
         "toolchain": mage_runtime::BUILD_RUSTC,
-        "ptxas_snapshots": mage_common::tools::PTXAS_VERSION,
+        "ptxas_snapshots": mage_toolchain::PTXAS_VERSION,
         "ptx_sha256": ptx_sha256,
         "seed": seed,
     });

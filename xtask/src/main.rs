@@ -268,7 +268,7 @@ fn main() -> ExitCode {
 /// `ptx`, `bundle` and `tables` build from, or render into, the sources of
 /// a checkout: run elsewhere (a bundle), they say so.
 fn needs_checkout(command: &str) -> Result<(), String> {
-    use mage_common::tools::{Home, home};
+    use mage_common::home::{Home, home};
     let here = match home() {
         Home::Checkout(_) => return Ok(()),
         Home::Bundle(dir) => format!("this is a bundle ({})", dir.display()),

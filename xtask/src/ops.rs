@@ -19,7 +19,7 @@ pub fn build_all(packages: &[String]) -> Result<(), String> {
         packages.iter().map(|p| if p.starts_with("mage-") { p.clone() } else { format!("mage-{p}") }).collect()
     };
     for p in names {
-        let path = mage_common::tools::build_ptx(&p)?;
+        let path = mage_toolchain::build_ptx(&p)?;
         say!("{p}: {}", path.display());
     }
     Ok(())
@@ -29,7 +29,7 @@ pub fn build_all(packages: &[String]) -> Result<(), String> {
 /// extension and harness, and the fixtures, in one folder to copy to a GPU
 /// machine. There: `./mage sweep layernorm`.
 pub fn bundle(out: &Path) -> Result<(), String> {
-    let root = mage_common::tools::workspace_root();
+    let root = mage_common::home::workspace_root();
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(&root)
         .args(["build", "--release", "--quiet", "-p", "xtask"])
@@ -38,14 +38,14 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     if !status.success() {
         return Err(format!("cargo build --release -p xtask failed ({status})"));
     }
-    let ext = mage_common::tools::build_python_extension(true)?;
+    let ext = mage_toolchain::build_python_extension(true)?;
     let out = if out.is_absolute() { out.to_path_buf() } else { root.join(out) };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let bin = out.join("mage");
     std::fs::copy(root.join("target/release/xtask"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
     copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
-    std::fs::copy(&ext, out.join("python").join(mage_common::tools::EXTENSION_FILE)).map_err(|e| format!("copying the extension: {e}"))?;
+    std::fs::copy(&ext, out.join("python").join(mage_toolchain::EXTENSION_FILE)).map_err(|e| format!("copying the extension: {e}"))?;
     std::fs::write(
         out.join("README.txt"),
         "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",

@@ -63,7 +63,8 @@ fn is_stdout(m: &std::fs::Metadata) -> bool {
 /// `python/mage.abi3.so`, or in a checkout the one built under
 /// `target/python/`): never an output.
 fn own_files() -> Vec<(PathBuf, &'static str)> {
-    use mage_common::tools::{EXTENSION_FILE, Home, home};
+    use mage_common::home::{Home, home};
+    use mage_toolchain::EXTENSION_FILE;
     let Some(exe) = std::env::current_exe().ok().and_then(|e| e.canonicalize().ok()) else { return vec![] };
     let mut modules: Vec<PathBuf> = exe.parent().map(|d| d.join("python").join(EXTENSION_FILE)).into_iter().collect();
     if let Home::Checkout(root) = home() {

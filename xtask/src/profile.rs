@@ -14,7 +14,7 @@ fn tool(name: &str) -> Result<PathBuf, String> {
     if path.is_empty() {
         Err(format!(
             "`{name}` is not on PATH (it comes with the CUDA toolkit or Nsight; see `{} doctor`)",
-            mage_common::tools::command_name()
+            mage_common::home::command_name()
         ))
     } else {
         Ok(PathBuf::from(path))

@@ -5,9 +5,9 @@ use crate::report::{CurrentPick, INSTRUMENTS, RunReport, SweepReport, runs_table
 use crate::{FixturesArgs, RunArgs, SweepArgs, ops, outputs};
 use indicatif::{ProgressBar, ProgressStyle};
 use mage_common::fixtures::{self, CaseSpec, write_atomic};
+use mage_common::home::{Home, home};
 use mage_common::numeric::{Comparison, Reference, Tolerance, compare};
 use mage_common::op::{self, CURRENT, HostBuf, Op, Picked, Stage};
-use mage_common::tools::{Home, home};
 use mage_runtime::gpu::{Gpu, TimingConfig};
 use std::path::{Path, PathBuf};
 
@@ -15,10 +15,7 @@ use std::path::{Path, PathBuf};
 /// Where to go when there is no GPU, naming the command the user runs
 /// (`cargo xtask doctor` in a checkout, `./mage doctor` in a bundle).
 fn emulate_hint() -> String {
-    format!(
-        "run with --emulate for a CPU check (correctness only); see `{} doctor`, line `CUDA driver`",
-        mage_common::tools::command_name()
-    )
+    format!("run with --emulate for a CPU check (correctness only); see `{} doctor`, line `CUDA driver`", mage_common::home::command_name())
 }
 
 /// Whether there is a GPU at all (before any wait for the GPU lock): the
@@ -29,7 +26,7 @@ pub fn gpu_present(command: &str) -> Result<(), String> {
         if ["run", "sweep", "evolve --audit"].contains(&command) {
             format!("{e}; {}", emulate_hint())
         } else {
-            format!("{e}; {command} needs a GPU; see `{} doctor`, line `CUDA driver`", mage_common::tools::command_name())
+            format!("{e}; {command} needs a GPU; see `{} doctor`, line `CUDA driver`", mage_common::home::command_name())
         }
     })
 }

@@ -8,8 +8,8 @@
 /// shared memory; see `check_launches_fit_an_sm`).
 #[test]
 fn ptxas_resource_requests() {
-    let requests = mage_common::tools::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
-    let n = mage_common::tools::check_launches_fit_an_sm(&mage_layernorm::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
+    let requests = mage_toolchain::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_layernorm::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
     assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }
@@ -19,7 +19,7 @@ fn ptxas_resource_requests() {
 #[test]
 fn entries_keep_to_their_register_budgets() {
     use mage_layernorm::{mage_009, mage_010};
-    let requests = mage_common::tools::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
+    let requests = mage_toolchain::resource_requests(&mage_layernorm::OP).unwrap_or_else(|e| panic!("{e}"));
     for entries in [mage_009::ENTRIES, mage_010::ENTRIES] {
         for e in entries {
             let r = requests.iter().find(|r| r.resources.entry == e.kernel.name).expect("every entry is in the PTX");

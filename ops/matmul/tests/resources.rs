@@ -8,8 +8,8 @@
 /// shared memory; see `check_launches_fit_an_sm`).
 #[test]
 fn ptxas_resource_requests() {
-    let requests = mage_common::tools::resource_requests(&mage_matmul::OP).unwrap_or_else(|e| panic!("{e}"));
-    let n = mage_common::tools::check_launches_fit_an_sm(&mage_matmul::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
+    let requests = mage_toolchain::resource_requests(&mage_matmul::OP).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_matmul::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
     assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }
@@ -23,10 +23,10 @@ fn ptxas_resource_requests() {
 /// entries use no stack and spill nothing.
 #[test]
 fn ptxas_keeps_the_wgmma_asynchronous() {
-    let ptx = mage_common::tools::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
+    let ptx = mage_toolchain::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
     let text = std::fs::read_to_string(&ptx).unwrap();
-    assert_eq!(mage_common::tools::ptx_target(&text), Some("sm_90a"));
-    let ptxas = mage_common::tools::ptxas().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(mage_toolchain::ptx_target(&text), Some("sm_90a"));
+    let ptxas = mage_toolchain::ptxas().unwrap_or_else(|e| panic!("{e}"));
     let cubin = std::env::temp_dir().join(format!("mage-matmul-wgmma-{}.cubin", std::process::id()));
     let out = std::process::Command::new(ptxas).args(["-v", "-arch=sm_90a", "-o"]).arg(&cubin).arg(&ptx).output().unwrap();
     let _ = std::fs::remove_file(&cubin);
@@ -40,7 +40,7 @@ fn ptxas_keeps_the_wgmma_asynchronous() {
         assert!(text.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{")), "no m64n{n}k8");
     }
     assert!(text.contains("}, {%r"), "no multiply with A from registers");
-    let three: Vec<_> = mage_common::tools::parse_ptxas(&report).into_iter().filter(|r| r.entry.starts_with("matmul_3xtf32")).collect();
+    let three: Vec<_> = mage_toolchain::parse_ptxas(&report).into_iter().filter(|r| r.entry.starts_with("matmul_3xtf32")).collect();
     assert_eq!(three.len(), 6, "mage-009's entries and mage-010's");
     for r in three {
         assert_eq!((r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes), (0, 0, 0), "{}", r.entry);

@@ -133,7 +133,7 @@ fn every_configuration_matches_the_reference_on_the_emulator() {
 /// registers that let a 256-thread block launch.
 #[test]
 fn space_ptxas_resources() {
-    let resources = SPACE.resources().unwrap_or_else(|e| panic!("{e}"));
+    let resources = mage_toolchain::space_resources(&SPACE).unwrap_or_else(|e| panic!("{e}"));
     for r in &resources {
         assert_eq!((r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes), (0, 0, 0), "{}", r.entry);
         assert!(r.registers * 256 <= 65536, "{}: {} registers", r.entry, r.registers);

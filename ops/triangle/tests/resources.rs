@@ -8,8 +8,8 @@
 /// shared memory; see `check_launches_fit_an_sm`).
 #[test]
 fn ptxas_resource_requests() {
-    let requests = mage_common::tools::resource_requests(&mage_triangle::OP).unwrap_or_else(|e| panic!("{e}"));
-    let n = mage_common::tools::check_launches_fit_an_sm(&mage_triangle::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
+    let requests = mage_toolchain::resource_requests(&mage_triangle::OP).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_triangle::OP, &requests).unwrap_or_else(|e| panic!("{e}"));
     assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }

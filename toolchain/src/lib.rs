@@ -1,6 +1,8 @@
-//! Building PTX and asking ptxas what it costs.
+//! The host-side toolchain: building PTX and the Python extension, and
+//! asking ptxas what a kernel costs. Host only: `mage-common`, which also
+//! compiles for the GPU, keeps none of this.
 //!
-//! [`build_ptx`] compiles an op crate (or this one) for
+//! [`build_ptx`] compiles an op crate (or `mage-common`) for
 //! `nvptx64-nvidia-cuda` with `-Zbuild-std=core`, `-C target-cpu=sm_90` (or
 //! the architecture the package names, see [`package_arch`]), panic=abort
 //! and fat LTO, linked by `mage-ptx-linker`. It runs a nested
@@ -9,7 +11,11 @@
 //!
 //! [`ptxas`] finds the pinned ptxas (13.0.88, from PyPI's
 //! `nvidia-cuda-nvcc`), installing it under `target/tools` the first time.
+//! [`resource_requests`] is what an op's resource snapshot records.
 
+pub use mage_common::home::workspace_root;
+use mage_common::op::Op;
+use mage_common::space::Space;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -20,50 +26,6 @@ pub const PTXAS_VERSION: &str = "13.0.88";
 /// names another in its `Cargo.toml` ([`package_arch`]).
 pub const ARCH: &str = "sm_90";
 pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
-
-/// The workspace root (where `Cargo.toml` with `[workspace]` lives).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("common/ sits in the workspace").to_path_buf()
-}
-
-/// Where the running binary lives, which decides where its defaults point
-/// and which command its messages name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Home {
-    /// Built in this checkout (`cargo xtask ...`): the workspace root.
-    Checkout(PathBuf),
-    /// A folder `cargo xtask bundle` wrote (`./mage ...`, `fixtures/` beside it).
-    Bundle(PathBuf),
-    /// A binary on its own, away from both.
-    Loose,
-}
-
-/// Where the running binary lives: a bundle if `fixtures/` sits beside it,
-/// else the checkout it was built in if it lies under that checkout's
-/// `target/` (or `CARGO_TARGET_DIR`), else loose.
-pub fn home() -> Home {
-    let Some(exe) = std::env::current_exe().ok().and_then(|e| e.canonicalize().ok()) else { return Home::Loose };
-    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    let root = workspace_root();
-    let targets = [Some(root.join("target")), std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from)];
-    let in_target = targets.iter().flatten().filter_map(|t| t.canonicalize().ok()).any(|t| exe.starts_with(t));
-    if in_target && root.join("Cargo.toml").is_file() {
-        Home::Checkout(root)
-    } else if dir.join("fixtures").is_dir() {
-        Home::Bundle(dir)
-    } else {
-        Home::Loose
-    }
-}
-
-/// The command a user types to run this binary: `cargo xtask` in a
-/// checkout, otherwise the name it was started by (`./mage`).
-pub fn command_name() -> String {
-    match home() {
-        Home::Checkout(_) => "cargo xtask".into(),
-        _ => std::env::args_os().next().map_or("mage".into(), |a| a.to_string_lossy().into_owned()),
-    }
-}
 
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
@@ -403,7 +365,7 @@ pub const MAX_BLOCK_SHARED_BYTES: u32 = 227 * 1024;
 /// its dynamic shared memory is within the opt-in limit. A block that does
 /// not fit fails at launch on the GPU, never on the emulator. Returns how
 /// many launches it checked.
-pub fn check_launches_fit_an_sm(op: &crate::op::Op, requests: &[EntryRequest]) -> Result<usize, String> {
+pub fn check_launches_fit_an_sm(op: &Op, requests: &[EntryRequest]) -> Result<usize, String> {
     let mut checked = 0;
     for dims in op.sweep.iter().map(|w| w.dims).chain([op.default_dims]) {
         for stage in op.stages.iter().filter(|s| (s.supports)(dims)) {
@@ -433,7 +395,7 @@ pub fn check_launches_fit_an_sm(op: &crate::op::Op, requests: &[EntryRequest]) -
 
 /// The ptxas resource request of every kernel entry of every stage of `op`,
 /// in registry order: what a resource snapshot records.
-pub fn resource_requests(op: &crate::op::Op) -> Result<Vec<EntryRequest>, String> {
+pub fn resource_requests(op: &Op) -> Result<Vec<EntryRequest>, String> {
     let ptx = build_ptx(op.package)?;
     let all = ptxas_resources(&ptx)?;
     let mut out = vec![];
@@ -449,4 +411,16 @@ pub fn resource_requests(op: &crate::op::Op) -> Result<Vec<EntryRequest>, String
         }
     }
     Ok(out)
+}
+
+/// ptxas' resource request of every kernel entry of a parameter space
+/// (builds the op's PTX), in the order of [`Space::kernels`].
+pub fn space_resources(space: &Space) -> Result<Vec<Resources>, String> {
+    let ptx = build_ptx(space.op.package)?;
+    let all = ptxas_resources(&ptx)?;
+    space
+        .kernels
+        .iter()
+        .map(|k| all.iter().find(|r| r.entry == k.name).cloned().ok_or_else(|| format!("ptxas reported no entry `{}`", k.name)))
+        .collect()
 }

@@ -12,7 +12,7 @@ fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn the_ptx_keeps_the_contract() {
-    let path = mage_common::tools::build_ptx("mage-common").unwrap_or_else(|e| panic!("{e}"));
+    let path = mage_toolchain::build_ptx("mage-common").unwrap_or_else(|e| panic!("{e}"));
     let ptx = std::fs::read_to_string(path).unwrap();
     let mul_add = entry(&ptx, "probe_mul_add");
     assert!(mul_add.contains("mul.rn.f32") && mul_add.contains("add.rn.f32"), "{mul_add}");
