@@ -18,7 +18,10 @@
 //! shape: kernel and span µs), `compare PATH` (workloads × implementations,
 //! kernel µs, the fastest within the op's contract bold), `verdicts PATH`
 //! (the A-B-B-A verdicts with their instrument), `errors PATH` (workloads ×
-//! implementations: the error of each output against the f64 reference).
+//! implementations: the error of each output against the f64 reference),
+//! `headline PATH` (`current` against the best alternative on kernel time:
+//! both times, the ratio and the verdict, then a count of the verdicts over
+//! every workload of the comparison).
 //! Options: `stages=a,b` (for `compare` and `errors`: stages shown beside
 //! `current`), `shapes=4096x768,8192x768`, `ops=layernorm,gelu`,
 //! `impls=torch,triton` (for `compare` and `errors`: only these of the other
@@ -39,10 +42,19 @@ use std::path::{Path, PathBuf};
 const OPEN: &str = "<!-- mage:table ";
 const CLOSE: &str = "<!-- /mage:table -->";
 
-/// The files whose blocks are rendered: the README, the CHANGELOG, and
-/// every source file of the op crates.
+/// The files whose blocks are rendered: the README, the CHANGELOG, the
+/// pages under `docs/`, and every source file of the op crates.
 fn files(root: &Path) -> Vec<PathBuf> {
     let mut out = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    out.extend(pages);
     let mut sources = vec![];
     for op in std::fs::read_dir(root.join("ops")).into_iter().flatten().flatten() {
         for f in std::fs::read_dir(op.path().join("src")).into_iter().flatten().flatten() {
@@ -368,6 +380,74 @@ fn render_verdicts(e: &Value, r: &Request) -> Result<Vec<String>, String> {
     Ok(table(&header, &rows))
 }
 
+/// `current` against the best alternative, kernel-time verdicts only: the
+/// two kernel times, the ratio with its spread and the verdict for the
+/// workloads asked (`shapes=`, a space in a label written `_`: `8x4x16_power-law`;
+/// `ops=`), then one line counting the verdicts
+/// over every workload of the comparison.
+fn render_headline(e: &Value, r: &Request) -> Result<Vec<String>, String> {
+    let ops = list(&r.options, "ops");
+    let shapes = list(&r.options, "shapes");
+    let kernel_us = |v: &Value, implementation: &str| {
+        e["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|row| {
+                row["op"] == v["op"] && workload_label(row) == workload_label(v) && row["implementation"].as_str() == Some(implementation)
+            })
+            .and_then(|row| Some((us(&row["hot"]["kernel_us"])?, row["info"]["stage_run"].as_str().map(str::to_string))))
+    };
+    let headline: Vec<&Value> = e["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["a"] == "rust current" && v["b"] == "best alternative" && v["instrument"] == "kernel" && v["mode"] == "hot")
+        .collect();
+    let rows: Vec<Vec<String>> = headline
+        .iter()
+        .filter(|v| ops.as_ref().is_none_or(|o| o.iter().any(|x| Some(x.as_str()) == v["op"].as_str())))
+        .filter(|v| shapes.as_ref().is_none_or(|s| s.contains(&workload_label(v).replace(' ', "_"))))
+        .map(|v| {
+            let b = v["b_implementation"].as_str().unwrap_or("?");
+            let mage = match kernel_us(v, "rust current") {
+                Some((t, Some(stage))) => format!("{} ({stage})", fmt_us(t)),
+                Some((t, None)) => fmt_us(t),
+                None => "–".into(),
+            };
+            let best = kernel_us(v, b).map_or("–".into(), |(t, _)| format!("{} ({b})", fmt_us(t)));
+            let ratio = match (v["median_ratio"].as_f64(), v["spread"]["low"].as_f64(), v["spread"]["high"].as_f64()) {
+                (Some(m), Some(lo), Some(hi)) => format!("{m:.2} [{lo:.2}, {hi:.2}]"),
+                _ => "–".into(),
+            };
+            let verdict = v["verdict"].as_str().unwrap_or("not measured").to_string();
+            vec![v["op"].as_str().unwrap_or("?").to_string(), workload_label(v), mage, best, ratio, verdict]
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err("the comparison has no kernel-time verdict of current against the best alternative for the workloads asked".into());
+    }
+    let header: Vec<String> = ["op", "workload", "Mage current, µs", "best alternative, µs", "current / best [spread]", "verdict"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut lines = table(&header, &rows);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in &headline {
+        *counts.entry(v["verdict"].as_str().unwrap_or("not measured")).or_default() += 1;
+    }
+    let order = ["FASTER", "SAME", "UNCERTAIN", "SLOWER"];
+    let mut parts: Vec<String> = order.iter().filter_map(|k| counts.get(k).map(|n| format!("{k} on {n}"))).collect();
+    parts.extend(counts.iter().filter(|(k, _)| !order.contains(k)).map(|(k, n)| format!("{k} on {n}")));
+    lines.push(String::new());
+    lines.push(format!(
+        "Over all {} workloads of this comparison, `current` against the best alternative on kernel time: {}.",
+        headline.len(),
+        parts.join(", ")
+    ));
+    Ok(lines)
+}
+
 fn render(root: &Path, r: &Request) -> Result<Vec<String>, String> {
     let path = root.join(&r.path);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", r.path))?;
@@ -378,7 +458,8 @@ fn render(root: &Path, r: &Request) -> Result<Vec<String>, String> {
         "compare" => render_compare(&e, r),
         "verdicts" => render_verdicts(&e, r),
         "errors" => render_errors(&e, r),
-        k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts, errors)")),
+        "headline" => render_headline(&e, r),
+        k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts, errors, headline)")),
     }
     .map_err(|e| format!("{}: {e}", r.path))
 }
@@ -415,7 +496,7 @@ fn rerender(root: &Path, text: &str) -> Result<String, String> {
 /// Renders every block; with `check`, changes nothing and fails where a
 /// committed block differs from its evidence.
 pub fn tables(check: bool) -> Result<(), String> {
-    let root = mage_common::tools::workspace_root();
+    let root = mage_common::home::workspace_root();
     let mut stale = vec![];
     let mut blocks = 0;
     for path in files(&root) {
@@ -504,6 +585,28 @@ mod tests {
             rows[2],
             "| gelu | 2x3 | hot | kernel time | rust current | best alternative (triton) | 0.900 [0.880, 0.930] | FASTER |"
         );
+    }
+
+    #[test]
+    fn the_headline_sets_current_against_the_best_alternative_and_counts_every_verdict() {
+        let verdict = |dims: [u32; 2], b: &str, ratio: f64, verdict: &str| {
+            json!({"op": "gelu", "dims": dims, "mode": "hot", "instrument": "kernel", "a": "rust current", "b": "best alternative",
+                "b_implementation": b, "median_ratio": ratio, "spread": {"low": ratio - 0.01, "high": ratio + 0.01}, "verdict": verdict})
+        };
+        let result = |dims: [u32; 2], implementation: &str, us: f64| json!({"op": "gelu", "dims": dims, "implementation": implementation, "info": {"stage_run": "mage-002"}, "hot": {"kernel_us": us}});
+        let e = json!({
+            "verdicts": [verdict([2, 3], "triton", 0.9, "FASTER"), verdict([4, 5], "torch", 1.2, "SLOWER"),
+                json!({"op": "gelu", "dims": [2, 3], "mode": "hot", "instrument": "span", "a": "rust current", "b": "best alternative", "verdict": "FASTER"})],
+            "results": [result([2, 3], "rust current", 4.5), result([2, 3], "triton", 5.0), result([4, 5], "rust current", 6.0), result([4, 5], "torch", 5.0)]});
+        let rows = render_headline(&e, &parse_request("headline x.json shapes=2x3").unwrap()).unwrap();
+        assert_eq!(rows[2], "| gelu | 2x3 | 4.50 (mage-002) | 5.00 (triton) | 0.90 [0.89, 0.91] | FASTER |");
+        assert_eq!(rows.len(), 5, "one row asked for, then a blank line and the count: {rows:?}");
+        assert_eq!(
+            rows[4],
+            "Over all 2 workloads of this comparison, `current` against the best alternative on kernel time: FASTER on 1, SLOWER on 1.",
+            "the span verdict is not counted"
+        );
+        assert!(render_headline(&e, &parse_request("headline x.json shapes=9x9").unwrap()).is_err());
     }
 
     #[test]

@@ -101,12 +101,12 @@ fn missing_tests(wanted: &[String], sources: &str) -> Vec<String> {
     wanted.iter().filter(|n| !sources.contains(&format!("fn {n}("))).cloned().collect()
 }
 
-/// Rows of the README's operations table whose `current picks` cell is not
+/// Rows of the operations table (`docs/operations.md`) whose `current picks` cell is not
 /// the op's dispatcher summary: (op, cell, summary).
 fn stale_picks(readme: &str, summary: impl Fn(&str) -> Option<&'static str>) -> Vec<String> {
     let mut lines = readme.lines().skip_while(|l| !l.starts_with("| op | default shape |"));
     let header = lines.next();
-    assert!(header.is_some(), "the README has no operations table");
+    assert!(header.is_some(), "docs/operations.md has no operations table");
     let mut found = vec![];
     for line in lines.skip(1).take_while(|l| l.starts_with('|')) {
         let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
@@ -114,11 +114,73 @@ fn stale_picks(readme: &str, summary: impl Fn(&str) -> Option<&'static str>) -> 
         let cell = cells.last().copied().unwrap_or("");
         match summary(op) {
             Some(s) if s == cell => {}
-            Some(s) => found.push(format!("{op}: the README says `{cell}`, the dispatcher `{s}`")),
+            Some(s) => found.push(format!("{op}: docs/operations.md says `{cell}`, the dispatcher `{s}`")),
             None => found.push(format!("{op}: not an op")),
         }
     }
     found
+}
+
+/// The Mage crates among the dependencies of a Cargo.toml: (section, crate),
+/// where the section is `normal`, `dev` or `build` (target-specific tables
+/// count as their kind).
+fn mage_dependencies(toml: &str) -> Vec<(&'static str, String)> {
+    let mut kind = None;
+    let mut found = vec![];
+    for line in toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            kind = if line.ends_with("dev-dependencies]") {
+                Some("dev")
+            } else if line.ends_with("build-dependencies]") {
+                Some("build")
+            } else if line.ends_with("dependencies]") {
+                Some("normal")
+            } else {
+                None
+            };
+        } else if let (Some(k), true) = (kind, line.starts_with("mage-")) {
+            let name: String = line.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            found.push((k, name));
+        }
+    }
+    found
+}
+
+/// What ARCHITECTURE.md's layering allows each crate (by its directory) to
+/// depend on, normal and build dependencies (`dev` adds the toolchain for
+/// tests, and for xtask the op crates).
+fn allowed(dir: &str, kind: &str, dep: &str) -> bool {
+    let op = dep.strip_prefix("mage-").is_some_and(|d| OPS.contains(&d));
+    match (dir, kind) {
+        ("common", _) => false,
+        ("toolchain", "normal") => dep == "mage-common",
+        (d, "normal") if d.starts_with("ops/") => dep == "mage-common",
+        (d, "dev") if d.starts_with("ops/") || d == "toolchain" => dep == "mage-toolchain",
+        ("runtime", "normal") => dep == "mage-common" || op,
+        ("runtime", "build") => dep == "mage-toolchain",
+        ("python/ext", "normal") => dep == "mage-common" || dep == "mage-runtime",
+        ("xtask", "normal") => ["mage-common", "mage-runtime", "mage-toolchain"].contains(&dep),
+        ("xtask", "dev") => op,
+        _ => false,
+    }
+}
+
+/// Dependencies of the crate in `dir` that the layering rules out.
+fn layering_breaks(dir: &str, toml: &str) -> Vec<String> {
+    mage_dependencies(toml)
+        .into_iter()
+        .filter(|(k, d)| !allowed(dir, k, d))
+        .map(|(k, d)| format!("{dir} has {d} as a {k} dependency"))
+        .collect()
+}
+
+/// Lines of a `common/src` file that start a process: build machinery,
+/// which lives in `mage-toolchain` (common also compiles for the GPU).
+fn starts_processes(file: &str, text: &str) -> Vec<String> {
+    code_lines(text)
+        .filter(|(_, l)| l.contains("process::Command") || l.contains("Command::new("))
+        .map(|(n, _)| format!("{file}:{n}"))
+        .collect()
 }
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
@@ -152,6 +214,50 @@ fn no_stage_imports_another_stage() {
         stage_imports("mage_008.rs", "use crate::mage_006::row_held;\n// mage_001 in a comment\n"),
         ["mage_008.rs:1 names mage_006"]
     );
+}
+
+#[test]
+fn every_crate_depends_only_on_what_the_layering_allows() {
+    let mut dirs = vec!["common".to_string(), "toolchain".into(), "runtime".into(), "python/ext".into(), "xtask".into()];
+    dirs.extend(OPS.iter().map(|o| format!("ops/{o}")));
+    let mut found = vec![];
+    for dir in &dirs {
+        found.extend(layering_breaks(dir, &read(&root().join(dir).join("Cargo.toml"))));
+    }
+    assert!(found.is_empty(), "dependencies against ARCHITECTURE.md's layering:\n{}", found.join("\n"));
+    let planted = "[dependencies]\nmage-common.workspace = true\nmage-matmul = { path = \"../matmul\" }\n[target.'cfg(not(target_arch = \"nvptx64\"))'.dev-dependencies]\nmage-toolchain.workspace = true\n";
+    assert_eq!(layering_breaks("ops/gelu", planted), ["ops/gelu has mage-matmul as a normal dependency"]);
+    assert_eq!(layering_breaks("common", "[dependencies]\nmage-toolchain.workspace = true\n").len(), 1);
+}
+
+#[test]
+fn common_holds_no_build_machinery() {
+    let dir = root().join("common/src");
+    let mut found = vec![];
+    for p in files(&dir, "rs") {
+        let name = p.strip_prefix(&dir).unwrap().display().to_string();
+        found.extend(starts_processes(&name, &read(&p)));
+    }
+    assert!(found.is_empty(), "common/src starts processes (build machinery belongs in mage-toolchain):\n{}", found.join("\n"));
+    assert_eq!(
+        starts_processes(
+            "tools.rs",
+            "// std::process::Command in a comment\nlet id = std::process::id();\nlet c = std::process::Command::new(\"cargo\");\n"
+        ),
+        ["tools.rs:3"]
+    );
+}
+
+#[test]
+fn the_readme_is_a_front_page() {
+    let readme = read(&root().join("README.md"));
+    let tables = readme.matches("<!-- mage:table ").count();
+    assert!(tables <= 1, "the README renders {tables} tables: its one headline table; the others belong in docs/");
+    assert!(readme.len() < 12_000, "the README is {} bytes: long tables and prose belong in docs/", readme.len());
+    for link in ["docs/operations.md", "docs/comparison.md", "docs/running.md", "CONTRIBUTING.md", "ARCHITECTURE.md"] {
+        assert!(readme.contains(&format!("]({link})")), "the README does not link {link}");
+        assert!(root().join(link).is_file(), "the README links {link}, which does not exist");
+    }
 }
 
 #[test]
@@ -190,11 +296,11 @@ fn every_row_of_the_bad_inputs_table_has_its_test() {
 }
 
 #[test]
-fn the_readmes_current_picks_are_the_dispatchers() {
+fn the_operations_tables_current_picks_are_the_dispatchers() {
     let ops = [&mage_matmul::OP, &mage_layernorm::OP, &mage_gelu::OP, &mage_triangle::OP, &mage_neighbor::OP];
     let summary = |name: &str| ops.iter().find(|o| o.name == name).map(|o| o.current.summary);
-    let found = stale_picks(&read(&root().join("README.md")), summary);
-    assert!(found.is_empty(), "the README's current picks disagree with the dispatchers:\n{}", found.join("\n"));
+    let found = stale_picks(&read(&root().join("docs/operations.md")), summary);
+    assert!(found.is_empty(), "docs/operations.md's current picks disagree with the dispatchers:\n{}", found.join("\n"));
     let planted = "| op | default shape | stages (oldest first) | current picks |\n|---|---|---|---|\n| gelu `y` | 4x8 | 001 · 002 | mage-001 always |\n";
     assert_eq!(stale_picks(planted, summary).len(), 1);
 }
