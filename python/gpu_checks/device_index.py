@@ -54,7 +54,7 @@ def check(case, n):
     got = out.cpu().numpy().tobytes()
     cmp = mage.compare(got, case.reference(), tol["abs"], tol["rel"], case.magnitudes() or None, tol["of_magnitude"])
     ok = bool(cmp["passed"]) and kernel_devices == [n] and torch.cuda.current_device() == 0
-    return {"device": f"cuda:{n}", "case": f"{case.op} {case.label()}", "stage": stage, "kernel_devices": kernel_devices,
+    return {"device": f"cuda:{n}", "case": f"{case.op} {case.label}", "stage": stage, "kernel_devices": kernel_devices,
             "current_device_after": torch.cuda.current_device(), "passed": cmp["passed"], "failures": cmp["failures"],
             "max_abs_err": cmp["max_abs_err"], "worst_ratio": cmp.get("worst_ratio"), "ok": ok}
 
