@@ -25,7 +25,7 @@ mod host {
     use crate::kernel::Dim3;
     use crate::numeric::Tolerance;
     use crate::op::Extent::Dim;
-    use crate::op::{Arg, DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Launch, Op, Plan, Stage};
+    use crate::op::{Arg, DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Launch, Op, Output, Plan, Stage};
 
     /// Floats copied: 256 MiB, five times the H200's L2, so every call
     /// streams device memory.
@@ -40,7 +40,7 @@ mod host {
             grid: Dim3::x(quads.div_ceil(THREADS)),
             block: Dim3::x(THREADS),
             shared_bytes: 0,
-            args: vec![Arg::Input(0), Arg::Output, Arg::U32(quads)],
+            args: vec![Arg::Input(0), Arg::Output(0), Arg::U32(quads)],
         }
         .into()
     }
@@ -63,7 +63,7 @@ mod host {
         default_dims: &[CONTROL_FLOATS],
         sweep: &[],
         inputs: &[Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0)] }],
-        output: &[Dim(0)],
+        outputs: &[Output { file: "y", role: "y", shape: &[Dim(0)] }],
         constants: &[],
         check_inputs: |d, _| if d[0].is_multiple_of(4) { Ok(()) } else { Err("the control copies whole quads".into()) },
         check_range: |_, _| Ok(()),

@@ -611,7 +611,7 @@ pub fn check_golden_cases(op: &Op) -> Result<usize, String> {
             let out = crate::op::emulate(op, stage, dims, &case.inputs)?;
             let cmp = crate::numeric::compare(&out, &expected64, op.tolerance_for(stage.name, dims, &case.inputs));
             if !cmp.passed() {
-                return Err(format!("{} {} on {}: {}", op.name, stage.name, dir.display(), cmp.summary(&op.output_shape(dims))));
+                return Err(format!("{} {} on {}: {}", op.name, stage.name, dir.display(), op.summarize(&cmp, dims)));
             }
             checked += 1;
         }

@@ -225,8 +225,13 @@ impl Comparison {
     /// One line for a failure message or a report, for an output of this
     /// shape (outermost first).
     pub fn summary(&self, shape: &[usize]) -> String {
+        self.summary_with(|i| format!("{:?}", unravel(i, shape)))
+    }
+
+    /// [`Comparison::summary`] with each flat index written by `locate`.
+    pub fn summary_with(&self, locate: impl Fn(usize) -> String) -> String {
         let worst = match self.worst {
-            Some((i, got, want)) => format!("; worst element {:?} (flat {i}): got {got:e}, want {want:e}", unravel(i, shape)),
+            Some((i, got, want)) => format!("; worst element {} (flat {i}): got {got:e}, want {want:e}", locate(i)),
             None => String::new(),
         };
         let nan = if self.nan_count > 0 { format!(", {} NaN", self.nan_count) } else { String::new() };

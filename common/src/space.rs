@@ -198,7 +198,7 @@ impl Space {
                             if cmp.passed() {
                                 Outcome::Passed { max_abs_err: cmp.max_abs_err }
                             } else {
-                                Outcome::Failed { error: cmp.summary(&self.op.output_shape(dims)) }
+                                Outcome::Failed { error: self.op.summarize(&cmp, dims) }
                             }
                         }
                     },
@@ -278,7 +278,7 @@ mod tests {
         default_dims: &[4],
         sweep: &[],
         inputs: &[],
-        output: &[],
+        outputs: &[],
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),

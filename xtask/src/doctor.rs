@@ -84,7 +84,11 @@ fn checkout_lines(r: &mut Report, root: &Path) {
             Err(e) => r.line(Status::Missing, "ptxas", e.lines().next().unwrap_or_default()),
         }
     } else if output("python3", &["-m", "pip", "--version"]).is_some() {
-        r.line(Status::NotHere, "ptxas", format!("not installed yet: the first `cargo test` installs {} with pip", toolchain::PTXAS_VERSION));
+        r.line(
+            Status::NotHere,
+            "ptxas",
+            format!("not installed yet: the first `cargo test` installs {} with pip", toolchain::PTXAS_VERSION),
+        );
     } else {
         r.line(Status::Missing, "ptxas", "not installed, and `python3 -m pip` (which installs it) is not available");
     }

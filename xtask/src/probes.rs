@@ -8,7 +8,7 @@ use mage_common::fixtures::Rng;
 use mage_common::kernel::Dim3;
 use mage_common::numeric::{EX2_APPROX_REL, RSQRT_APPROX_REL, TANH_APPROX_REL, Tolerance};
 use mage_common::op::Extent::Dim;
-use mage_common::op::{Arg, Dispatcher, Elem, HostBuf, Input, Launch, Op, Plan};
+use mage_common::op::{Arg, Dispatcher, Elem, HostBuf, Input, Launch, Op, Output, Plan};
 use mage_common::probes;
 use mage_runtime::gpu::Gpu;
 
@@ -25,7 +25,7 @@ const fn probe_op(inputs: &'static [Input]) -> Op {
         default_dims: &[N],
         sweep: &[],
         inputs,
-        output: &[Dim(0)],
+        outputs: &[Output { file: "y", role: "y", shape: &[Dim(0)] }],
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
@@ -107,7 +107,7 @@ impl Probe {
     pub fn measure(&self, gpu: &Gpu) -> Result<ProbeResult, String> {
         let inputs = (self.inputs)(&mut Rng::new(0x5EED));
         let mut args: Vec<Arg> = (0..inputs.len()).map(Arg::Input).collect();
-        args.extend([Arg::Output, Arg::U32(N)]);
+        args.extend([Arg::Output(0), Arg::U32(N)]);
         let plan: Plan = Launch { kernel: self.kernel, grid: Dim3::x(N / 256), block: Dim3::x(256), shared_bytes: 0, args }.into();
         let host = mage_common::op::emulate_plan(self.op, &plan, &[N], &inputs)?;
         let dev = gpu.run(self.op, &plan, &[N], &gpu.upload(&inputs)?)?;

@@ -248,7 +248,6 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
     let (report, out) = run_one(gpu.as_ref(), op, picked, &dims, generator.name, &inputs, &source, &reference, check, !a.no_timing)?;
     // An independent implementation's output, where the case has one.
     let against_expected = expected.map(|e| check.compare(&out, &reference.with_values(e.iter().map(|v| *v as f64).collect())));
-    let shape = op.output_shape(&dims);
     // The report goes to stdout; where stdout fails (a full disk, a closed
     // pipe) the checks still decide, `--out` is still written, and the
     // failure is the error after that.
@@ -258,9 +257,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         } else {
             say!("{} on the {}, inputs {}", op.name, report.machine, report.inputs);
             say!("{}", runs_table(std::slice::from_ref(&report)));
-            say!("check: {}", report.check.summary(&shape));
+            say!("check: {}", op.summarize(&report.check, &dims));
             if let Some(c) = &against_expected {
-                say!("expected.bin: {}", c.summary(&shape));
+                say!("expected.bin: {}", op.summarize(c, &dims));
             }
             if gpu.is_some() {
                 say!("kernel µs: {}\nspan µs: {}\nb2b µs: {}", INSTRUMENTS.kernel_us, INSTRUMENTS.span_us, INSTRUMENTS.back_to_back_us);
@@ -269,10 +268,15 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         Ok(())
     })();
     if !report.correct() {
-        return Err(format!("{} {} is wrong: {}", op.name, picked.label(), report.check.summary(&shape)));
+        return Err(format!("{} {} is wrong: {}", op.name, picked.label(), op.summarize(&report.check, &dims)));
     }
     if let Some(c) = against_expected.filter(|c| !c.passed()) {
-        return Err(format!("{source}: the output of {} {} disagrees with expected.bin: {}", op.name, picked.label(), c.summary(&shape)));
+        return Err(format!(
+            "{source}: the output of {} {} disagrees with expected.bin: {}",
+            op.name,
+            picked.label(),
+            op.summarize(&c, &dims)
+        ));
     }
     if let Some(to) = &out_to {
         let bytes: Vec<u8> = out.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -548,7 +552,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
                         op.name,
                         stage.name,
                         Op::dims_label(&dims),
-                        against.summary(&op.output_shape(&dims))
+                        op.summarize(&against, &dims)
                     ));
                 }
                 let v = serde_json::json!({"op": op.name, "stage": stage.name, "dims": dims, "max_abs_diff": diff, "bound": bound, "bit_identical": identical, "elements": emu.len(), "reference_check": against});

@@ -23,7 +23,14 @@ pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> R
         .zip(inputs)
         .map(|(spec, b)| Region { name: spec.role.to_string(), start: b.as_ptr() as usize, bytes: b.byte_len(), writable: false })
         .collect();
-    regions.push(Region { name: "output".into(), start: out.as_mut_ptr() as usize, bytes: out.len() * 4, writable: true });
+    // Each output its own region: a kernel writing past its part into the
+    // next output's is caught as an out-of-bounds store.
+    let offsets = op.output_offsets(dims);
+    let base = out.as_mut_ptr() as usize;
+    for (i, o) in op.outputs.iter().enumerate() {
+        let name = if op.outputs.len() == 1 { "output".to_string() } else { o.role.to_string() };
+        regions.push(Region { name, start: base + offsets[i] * 4, bytes: (offsets[i + 1] - offsets[i]) * 4, writable: true });
+    }
     for (i, s) in scratch.iter_mut().enumerate() {
         regions.push(Region { name: format!("scratch{i}"), start: s.as_mut_ptr() as usize, bytes: s.len() * 4, writable: true });
     }
@@ -33,7 +40,7 @@ pub fn emulate_plan(op: &Op, plan: &Plan, dims: &[u32], inputs: &[HostBuf]) -> R
             .iter()
             .map(|a| match *a {
                 Arg::Input(i) => ArgValue::Ptr(inputs[i].as_ptr() as u64),
-                Arg::Output => ArgValue::Ptr(out.as_ptr() as u64),
+                Arg::Output(i) => ArgValue::Ptr((base + offsets[i] * 4) as u64),
                 Arg::Scratch(i) => ArgValue::Ptr(scratch[i].as_ptr() as u64),
                 Arg::U32(v) => ArgValue::U32(v),
                 Arg::F32(v) => ArgValue::F32(v),
@@ -59,7 +66,7 @@ fn check_plan_with(
 ) -> Result<crate::numeric::Comparison, String> {
     let out = emulate_plan(op, plan, dims, inputs)?;
     let cmp = crate::numeric::compare(&out, &(op.reference)(dims, inputs), tolerance);
-    if cmp.passed() { Ok(cmp) } else { Err(cmp.summary(&op.output_shape(dims))) }
+    if cmp.passed() { Ok(cmp) } else { Err(op.summarize(&cmp, dims)) }
 }
 
 /// Runs a stage on the emulator and compares its output with the op's f64

@@ -22,7 +22,7 @@ mod types;
 
 pub use emulate::{check_current, check_plan, check_stage, emulate, emulate_plan, fit_last_dim};
 pub use types::{
-    Arg, Dispatcher, Elem, Extent, Generator, HostBuf, Input, Launch, OutsideContract, Picked, Plan, Readable, Stage, Workload,
+    Arg, Dispatcher, Elem, Extent, Generator, HostBuf, Input, Launch, Output, OutsideContract, Picked, Plan, Readable, Stage, Workload,
 };
 
 use crate::numeric::{Reference, Tolerance};
@@ -48,8 +48,8 @@ pub struct Op {
     /// The workloads `sweep` runs, besides any `--dims` given.
     pub sweep: &'static [Workload],
     pub inputs: &'static [Input],
-    /// The output's shape, outermost first.
-    pub output: &'static [Extent],
+    /// The outputs, each with its shape (outermost first); most ops have one.
+    pub outputs: &'static [Output],
     /// Named constants of the op's definition (LayerNorm's `eps`), for
     /// implementations outside Rust that must compute the same function.
     pub constants: &'static [(&'static str, f64)],

@@ -11,7 +11,8 @@ impl Op {
     /// fewer where those copies would pass 1 GiB in all.
     fn reference_threads(&self, dims: &[u32]) -> usize {
         let on_dim0 = |e: &Extent| matches!(e, Extent::Dim(0) | Extent::DimPlus1(0));
-        let by_rows = self.output.first() == Some(&Extent::Dim(0))
+        let by_rows = self.outputs.len() == 1
+            && self.outputs[0].shape.first() == Some(&Extent::Dim(0))
             && self.inputs[0].elem == Elem::F32
             && self.inputs[0].shape.first() == Some(&Extent::Dim(0))
             && self.inputs[1..].iter().all(|i| !i.shape.iter().any(on_dim0));

@@ -19,14 +19,52 @@ impl Op {
         self.inputs.iter().map(|i| i.shape.iter().map(|e| e.of(dims)).collect()).collect()
     }
 
-    /// The output's shape, outermost first.
+    /// The output's shape, outermost first; for an op with several
+    /// outputs, their concatenation as one flat axis.
     pub fn output_shape(&self, dims: &[u32]) -> Vec<usize> {
-        self.output.iter().map(|e| e.of(dims)).collect()
+        match self.outputs {
+            [one] => one.shape.iter().map(|e| e.of(dims)).collect(),
+            _ => vec![self.output_len(dims)],
+        }
     }
 
-    /// Elements of the output.
+    /// Each output's shape, outermost first.
+    pub fn output_shapes(&self, dims: &[u32]) -> Vec<Vec<usize>> {
+        self.outputs.iter().map(|o| o.shape.iter().map(|e| e.of(dims)).collect()).collect()
+    }
+
+    /// Where each output starts in the concatenation of all of them
+    /// (elements), and one past the last.
+    pub fn output_offsets(&self, dims: &[u32]) -> Vec<usize> {
+        let mut at = vec![0];
+        for o in self.outputs {
+            at.push(at.last().unwrap() + elements(o.shape, dims));
+        }
+        at
+    }
+
+    /// Elements of every output together.
     pub fn output_len(&self, dims: &[u32]) -> usize {
-        elements(self.output, dims)
+        self.outputs.iter().map(|o| elements(o.shape, dims)).sum()
+    }
+
+    /// Element `flat` of the outputs' concatenation, as `[3, 7]` (one
+    /// output) or `dgamma [7]` (several).
+    pub fn locate_output(&self, dims: &[u32], flat: usize) -> String {
+        let offsets = self.output_offsets(dims);
+        let shapes = self.output_shapes(dims);
+        if self.outputs.is_empty() {
+            return format!("[{flat}]");
+        }
+        let i = offsets.partition_point(|&o| o <= flat).saturating_sub(1).min(self.outputs.len() - 1);
+        let index = crate::numeric::unravel(flat - offsets[i], &shapes[i]);
+        if self.outputs.len() == 1 { format!("{index:?}") } else { format!("{} {index:?}", self.outputs[i].role) }
+    }
+
+    /// [`Comparison::summary`](crate::numeric::Comparison::summary) with
+    /// each element located in its own output.
+    pub fn summarize(&self, cmp: &crate::numeric::Comparison, dims: &[u32]) -> String {
+        cmp.summary_with(|flat| self.locate_output(dims, flat))
     }
 
     /// The dims of a call whose inputs have these shapes (outermost first),
@@ -124,11 +162,11 @@ impl Op {
                 return Err(format!("{} dim `{name}` is {d}; it must be at least {min}", self.name));
             }
         }
-        let shapes = self
-            .inputs
-            .iter()
-            .map(|i| (format!("input {} ({}.bin)", i.role, i.file), i.shape))
-            .chain(std::iter::once(("the output".to_string(), self.output)));
+        let shapes = self.inputs.iter().map(|i| (format!("input {} ({}.bin)", i.role, i.file), i.shape)).chain(
+            self.outputs
+                .iter()
+                .map(|o| (if self.outputs.len() == 1 { "the output".to_string() } else { format!("output {}", o.role) }, o.shape)),
+        );
         for (what, shape) in shapes {
             // In u128: a product of u32 dims cannot wrap there.
             let n: u128 = shape.iter().map(|e| e.of(dims) as u128).product();

@@ -110,6 +110,17 @@ pub struct Input {
     pub shape: &'static [Extent],
 }
 
+/// One output of an op: its file stem where it is written on its own
+/// (`c`, `dx`), what it is, and its shape. An op's outputs are checked,
+/// poisoned and downloaded as one concatenation, in order; each kernel
+/// argument [`Arg::Output(0)`] points at its own part.
+#[derive(Clone, Copy, Debug)]
+pub struct Output {
+    pub file: &'static str,
+    pub role: &'static str,
+    pub shape: &'static [Extent],
+}
+
 /// A way of drawing an op's inputs for dims and a seed. The first of an
 /// op's generators is its default.
 pub struct Generator {
@@ -169,8 +180,8 @@ impl Readable<'_> {
 pub enum Arg {
     /// The op's input number `i`.
     Input(usize),
-    /// The op's output.
-    Output,
+    /// The op's output number `i` (0 for an op with one output).
+    Output(usize),
     /// Scratch buffer number `i` of the plan (f32 elements).
     Scratch(usize),
     U32(u32),

@@ -50,11 +50,11 @@ mod host {
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{FLUSHED, Reference, Tolerance};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
 
     /// The kernel arguments every GELU kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Output, Arg::U32(rows), Arg::U32(width)]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Output(0), Arg::U32(rows), Arg::U32(width)]
     }
 
     /// `gelu_tanh(z)` in f64, the formula as written.
@@ -108,7 +108,7 @@ mod host {
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "bias", elem: Elem::F32, shape: &[Dim(1)] },
         ],
-        output: &[Dim(0), Dim(1)],
+        outputs: &[Output { file: "y", role: "y", shape: &[Dim(0), Dim(1)] }],
         constants: &[("sqrt_2_over_pi", SQRT_2_OVER_PI), ("cubic", CUBIC)],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),

@@ -17,6 +17,7 @@
 //! | [`row_held`] | the kernel body of mage-006 and mage-008: a block per row, two held quads per thread |
 //! | [`held_rows`] | the kernel body of mage-009 and mage-010: `R` rows per block, `Q` held quads per thread, the division-free merge, the entry tables |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
+//! | [`backward`] | `layernorm_backward`, the gradients dx, dgamma and dbeta: an op of its own with its own stages |
 //!
 //! Every stage computes the variance soundly: values are shifted by the
 //! row's first element (exact where the row's values are close together)
@@ -24,6 +25,7 @@
 //! so a row with mean 1e3 and spread 1e-2 normalises correctly.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod backward;
 #[macro_use]
 pub mod held_rows;
 pub mod mage_001;
@@ -44,6 +46,8 @@ pub mod current;
 pub const EPS: f32 = 1e-5;
 
 #[cfg(not(target_arch = "nvptx64"))]
+pub use backward::BACKWARD;
+#[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -52,11 +56,11 @@ mod host {
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{FLUSHED, Reference, Tolerance};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
 
     /// The kernel arguments every LayerNorm kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output, Arg::U32(rows), Arg::U32(width)]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)]
     }
 
     /// The f64 reference, with each element's magnitude `|gamma[c]|·(1 +
@@ -162,7 +166,7 @@ mod host {
             Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },
             Input { file: "c", role: "beta", elem: Elem::F32, shape: &[Dim(1)] },
         ],
-        output: &[Dim(0), Dim(1)],
+        outputs: &[Output { file: "y", role: "y", shape: &[Dim(0), Dim(1)] }],
         constants: &[("eps", EPS as f64)],
         check_inputs: |_, _| Ok(()),
         content_reads: &[],

@@ -14,6 +14,15 @@ fn ptxas_resource_requests() {
     insta::assert_yaml_snapshot!(requests);
 }
 
+/// The same for `layernorm_backward`'s stages.
+#[test]
+fn backward_ptxas_resource_requests() {
+    let requests = mage_toolchain::resource_requests(&mage_layernorm::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_layernorm::BACKWARD, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}
+
 /// Every entry of the stages with an entry table keeps to the registers its
 /// stage counts on (their docs predict from the occupancy they allow).
 #[test]

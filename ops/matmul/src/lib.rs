@@ -159,12 +159,14 @@ mod host {
     use mage_common::kernel::Dim3;
     use mage_common::numeric::{FLUSHED, Reference, Tolerance, U, gamma, sum_of_products};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, OutsideContract, Plan, Stage, Workload};
+    use mage_common::op::{
+        Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Launch, Op, Output, OutsideContract, Plan, Stage, Workload,
+    };
 
     /// The kernel arguments every matmul kernel takes, in order:
     /// `a, b, c, m, n, k`.
     pub fn args(d: &[u32]) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1]), Arg::U32(d[2])]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Output(0), Arg::U32(d[0]), Arg::U32(d[1]), Arg::U32(d[2])]
     }
 
     /// One launch of `kernel` over the output in `tile_m` x `tile_n` block
@@ -332,7 +334,7 @@ mod host {
             Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
             Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
         ],
-        output: &[Dim(0), Dim(1)],
+        outputs: &[Output { file: "c", role: "C", shape: &[Dim(0), Dim(1)] }],
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),

@@ -104,7 +104,7 @@ pub fn plan(d: &[u32]) -> mage_common::op::Plan {
             resize(Arg::Input(0), Arg::Scratch(0), [m, k], [m, k4]),
             resize(Arg::Input(1), Arg::Scratch(1), [k, n], [k4, n4]),
             main,
-            resize(Arg::Scratch(2), Arg::Output, [m, n4], [m, n]),
+            resize(Arg::Scratch(2), Arg::Output(0), [m, n4], [m, n]),
         ],
         scratch: vec![m as usize * k4 as usize, k4 as usize * n4 as usize, m as usize * n4 as usize],
     }

@@ -587,7 +587,7 @@ mod host {
             args: vec![Arg::Input(0), Arg::Input(1), out, Arg::U32(m), Arg::U32(n), Arg::U32(k), Arg::U32(per_split * t.bk)],
         };
         if mm.split == 1 {
-            return tiled(Arg::Output).into();
+            return tiled(Arg::Output(0)).into();
         }
         let len = m * n;
         let sum = Launch {
@@ -595,7 +595,7 @@ mod host {
             grid: Dim3::x((len / 4).div_ceil(REDUCE_THREADS)),
             block: Dim3::x(REDUCE_THREADS),
             shared_bytes: 0,
-            args: vec![Arg::Scratch(0), Arg::Output, Arg::U32(len), Arg::U32(mm.split)],
+            args: vec![Arg::Scratch(0), Arg::Output(0), Arg::U32(len), Arg::U32(mm.split)],
         };
         Plan { launches: vec![tiled(Arg::Scratch(0)), sum], scratch: vec![mm.split as usize * len as usize] }
     }

@@ -42,7 +42,7 @@ fn check_inputs(stage: &Stage, dims: &[u32], inputs: &[HostBuf]) -> Result<(), S
     for (against, reference, tol) in checks {
         let cmp = compare(&out, &reference, tol);
         if !cmp.passed() {
-            return Err(format!("{} at {} against {against}: {}", stage.name, Op::dims_label(dims), cmp.summary(&OP.output_shape(dims))));
+            return Err(format!("{} at {} against {against}: {}", stage.name, Op::dims_label(dims), OP.summarize(&cmp, dims)));
         }
     }
     Ok(())
@@ -199,7 +199,7 @@ fn every_stage_is_exact_on_integers() {
         for stage in STAGES {
             let out = emulate(&OP, stage, &d, &inputs).unwrap();
             let cmp = compare(&out, &reference, mage_common::numeric::Tolerance::new(0.0, 0.0));
-            assert!(cmp.passed(), "{} at {d:?}: {}", stage.name, cmp.summary(&OP.output_shape(&d)));
+            assert!(cmp.passed(), "{} at {d:?}: {}", stage.name, OP.summarize(&cmp, &d));
         }
     }
 }
@@ -263,7 +263,7 @@ fn the_tolerance_passes_fma_sums_and_fails_indexing_bugs() {
         let inputs = inputs(&d, 3);
         let reference = (OP.reference)(&d, &inputs);
         let cmp = compare(&fma_chain(d, &inputs, None), &reference, (OP.tolerance)(&d, &inputs));
-        assert!(cmp.passed(), "{d:?}: {}", cmp.summary(&OP.output_shape(&d)));
+        assert!(cmp.passed(), "{d:?}: {}", OP.summarize(&cmp, &d));
         assert!(cmp.worst_ratio < 0.1, "{d:?}: the largest error is {:.3} of its allowance", cmp.worst_ratio);
     }
     // A wrong tile offset for one K tile, in the first and in the last tile.
@@ -434,7 +434,7 @@ fn mage_009_pipeline_and_block_tiles() {
                 let differ = bits_differing(&out, &model);
                 assert_eq!(differ, 0, "{name} at {d:?}: {differ} of {} elements differ from the model", out.len());
                 let cmp = compare(&out, &(OP.reference)(&d, &inputs), tolerance(&d, &inputs));
-                assert!(cmp.passed(), "{name} at {d:?}: {}", cmp.summary(&OP.output_shape(&d)));
+                assert!(cmp.passed(), "{name} at {d:?}: {}", OP.summarize(&cmp, &d));
             }
         }
     }
@@ -467,7 +467,7 @@ fn mage_009_stays_inside_the_fp32_tolerance_across_k() {
             "{k:>5} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>6.3}",
             tol.of_magnitude, three.max_abs_err, fp32.max_abs_err, three.rel_l2_err, fp32.rel_l2_err, three.worst_ratio
         );
-        assert!(three.passed() && three.worst_ratio <= 0.25, "k = {k}: {}", three.summary(&OP.output_shape(&d)));
+        assert!(three.passed() && three.worst_ratio <= 0.25, "k = {k}: {}", OP.summarize(&three, &d));
     }
 }
 
@@ -483,7 +483,7 @@ fn mage_009_at_hidden_sizes() {
         let out = emulate(&OP, &mage_009::STAGE, &d, &inputs).unwrap();
         let three = compare(&out, &reference, tol);
         let fp32 = compare(&fma_chain(d, &inputs, |x| x, |p| p), &reference, tol);
-        assert!(three.passed() && three.worst_ratio <= 0.25, "{d:?}: {}", three.summary(&OP.output_shape(&d)));
+        assert!(three.passed() && three.worst_ratio <= 0.25, "{d:?}: {}", OP.summarize(&three, &d));
         assert!(
             three.rel_l2_err <= fp32.rel_l2_err,
             "{d:?}: relative L2 error {:.3e} against FP32's {:.3e}",

@@ -99,7 +99,7 @@ mod host {
     use mage_common::kernel::Dim3;
     use mage_common::numeric::{Reference, Tolerance, sum_of_products};
     use mage_common::op::Extent::{Dim, DimPlus1};
-    use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Stage, Workload};
+    use mage_common::op::{Arg, Elem, HostBuf, Input, Launch, Op, Output, Stage, Workload};
 
     /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], without
     /// shared memory.
@@ -116,7 +116,7 @@ mod host {
     /// The arguments of a kernel that takes the graph and the output, then
     /// `n` and `width`: `x, w, rowptr, indices, out, n, width`.
     pub fn graph_args(d: &[u32]) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::U32(d[0]), Arg::U32(d[1])]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output(0), Arg::U32(d[0]), Arg::U32(d[1])]
     }
 
     /// The f64 reference, with each output's magnitude `Σ_e |w[e]|
@@ -171,7 +171,7 @@ mod host {
             Input { file: "rowptr", role: "rowptr", elem: Elem::U32, shape: &[DimPlus1(0)] },
             Input { file: "indices", role: "indices", elem: Elem::U32, shape: &[Dim(2)] },
         ],
-        output: &[Dim(0), Dim(1)],
+        outputs: &[Output { file: "y", role: "Y", shape: &[Dim(0), Dim(1)] }],
         constants: &[],
         check_inputs: check_csr,
         check_range: |_, _| Ok(()),

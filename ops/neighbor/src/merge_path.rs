@@ -126,9 +126,10 @@ mod host {
         let (n, width, edges) = (d[0], d[1], d[2]);
         let workers = (n + edges).div_ceil(items);
         let sizes = vec![Arg::U32(n), Arg::U32(width), Arg::U32(edges), Arg::U32(items)];
-        let mut main_args = vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output, Arg::Scratch(0), Arg::Scratch(1)];
+        let mut main_args =
+            vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output(0), Arg::Scratch(0), Arg::Scratch(1)];
         main_args.extend(&sizes);
-        let mut fix = vec![Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::Output];
+        let mut fix = vec![Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::Output(0)];
         fix.extend(&sizes);
         Plan {
             launches: vec![

@@ -254,7 +254,7 @@ fn the_tolerance_follows_the_data_on_a_hub() {
         .collect();
     let want = reference(&dims, &inputs);
     let cmp = mage_common::numeric::compare(&serial, &want, tol);
-    assert!(cmp.passed(), "{}", cmp.summary(&OP.output_shape(&dims)));
+    assert!(cmp.passed(), "{}", OP.summarize(&cmp, &dims));
     assert!(cmp.max_abs_err > 1e-3, "the hub's rounding ({}) should exceed the plain 1e-4 allowance", cmp.max_abs_err);
     // One dropped edge of a light row is still far outside it.
     let light = (0..n as usize).find(|&i| deg[i] > 0 && deg[i] < 50).unwrap();

@@ -64,11 +64,11 @@ mod host {
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{Reference, Tolerance, sum_of_products};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Stage, Workload};
+    use mage_common::op::{Arg, DEFAULT_GENERATOR, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
 
     /// The kernel arguments every triangle kernel takes, in order.
     pub fn args(n: u32, c: u32) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Output, Arg::U32(n), Arg::U32(c)]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Output(0), Arg::U32(n), Arg::U32(c)]
     }
 
     /// The f64 reference, with each output's magnitude `Σ_k |A||B|` in the
@@ -131,7 +131,7 @@ mod host {
             Input { file: "a", role: "A", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
             Input { file: "b", role: "B", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
         ],
-        output: &[Dim(0), Dim(0), Dim(1)],
+        outputs: &[Output { file: "o", role: "O", shape: &[Dim(0), Dim(0), Dim(1)] }],
         constants: &[],
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),

@@ -24,10 +24,10 @@ pub fn ready(ordinal: usize) -> Result<(), String> {
 }
 
 /// Binds a plan to device addresses, loading the op's PTX first if needed.
-pub fn bind(ordinal: usize, package: &str, plan: &Plan, inputs: &[u64], output: u64, scratch: &[u64]) -> Result<BoundPlan, String> {
+pub fn bind(ordinal: usize, package: &str, plan: &Plan, inputs: &[u64], outputs: &[u64], scratch: &[u64]) -> Result<BoundPlan, String> {
     let context = context(ordinal)?;
     context.ensure_module(package, || mage_runtime::ops::ptx(package))?;
-    context.with_modules(|m| BoundPlan::bind(m, plan, inputs, output, scratch))
+    context.with_modules(|m| BoundPlan::bind(m, plan, inputs, outputs, scratch))
 }
 
 /// One call of a bound plan on `stream`.

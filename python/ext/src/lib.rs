@@ -108,7 +108,21 @@ fn op_info<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
         inputs.append(e)?;
     }
     d.set_item("inputs", inputs)?;
-    d.set_item("output", op.output.iter().map(|x| extent_text(op, x)).collect::<Vec<_>>())?;
+    let outputs = PyList::empty(py);
+    for o in op.outputs {
+        let e = PyDict::new(py);
+        e.set_item("file", o.file)?;
+        e.set_item("role", o.role)?;
+        e.set_item("shape", o.shape.iter().map(|x| extent_text(op, x)).collect::<Vec<_>>())?;
+        outputs.append(e)?;
+    }
+    // `output`: the shape of an op's one output (None where it has several);
+    // `outputs`: each output's file, role and shape.
+    match op.outputs {
+        [one] => d.set_item("output", one.shape.iter().map(|x| extent_text(op, x)).collect::<Vec<_>>())?,
+        _ => d.set_item("output", py.None())?,
+    }
+    d.set_item("outputs", outputs)?;
     let constants = PyDict::new(py);
     for (k, v) in op.constants {
         constants.set_item(k, v)?;
@@ -167,7 +181,15 @@ fn input_shapes(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<Vec<
     Ok(op.input_shapes(&dims))
 }
 
-/// The output's shape for these dims.
+/// Each output's shape for these dims, in the op's order.
+#[pyfunction]
+fn output_shapes(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    let (op, dims) = op_and_dims(op, dims)?;
+    Ok(op.output_shapes(&dims))
+}
+
+/// The output's shape for these dims (for an op with several outputs,
+/// their concatenation as one flat axis).
 #[pyfunction]
 fn output_shape(op: &Bound<'_, PyAny>, dims: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     let (op, dims) = op_and_dims(op, dims)?;
@@ -435,7 +457,8 @@ impl Call {
 }
 
 /// Binds `stage` of `op` (`current`, or a stage such as `mage-006`) to
-/// CUDA tensors: `inputs` in the op's order, `output` written. The dims
+/// CUDA tensors: `inputs` in the op's order, `output` written (for an op
+/// with several outputs, a list of tensors in the op's order). The dims
 /// follow from the inputs' shapes; the inputs the op's content check
 /// reads (a graph's rowptr and indices) are copied to the host and
 /// checked, and `current` picks its stage from the dims (and, where the
@@ -459,13 +482,35 @@ fn prepare(
     }
     let tensors: Vec<Tensor> =
         inputs.iter().zip(op.inputs).map(|(t, spec)| Tensor::read(t, spec.role, Some(spec.elem))).collect::<PyResult<_>>()?;
-    let out = Tensor::read(&output, "output", Some(mage_common::op::Elem::F32))?;
-    let device = tensor::one_device(tensors.iter().chain(std::iter::once(&out)))?;
+    // One tensor for an op with one output; a list or tuple, in order, for several.
+    let output_objs: Vec<Bound<'_, PyAny>> = if op.outputs.len() == 1 {
+        vec![output.clone()]
+    } else {
+        let roles: Vec<_> = op.outputs.iter().map(|o| o.role).collect();
+        let must = format!("a list of {} tensors ({})", op.outputs.len(), roles.join(", "));
+        let items = args::items(&output, "output", &must)?;
+        if items.len() != op.outputs.len() {
+            return Err(error(format!("{} writes {} outputs ({}), got {}", op.name, op.outputs.len(), roles.join(", "), items.len())));
+        }
+        items
+    };
+    let outs: Vec<Tensor> = output_objs
+        .iter()
+        .zip(op.outputs)
+        .map(|(t, o)| Tensor::read(t, if op.outputs.len() == 1 { "output" } else { o.role }, Some(mage_common::op::Elem::F32)))
+        .collect::<PyResult<_>>()?;
+    let device = tensor::one_device(tensors.iter().chain(&outs))?;
     let dims = op.dims_from_shapes(&tensors.iter().map(|t| t.shape.clone()).collect::<Vec<_>>()).map_err(error)?;
-    if out.shape != op.output_shape(&dims) {
-        return Err(error(format!("output is {:?}; {} {} writes {:?}", out.shape, op.name, Op::dims_label(&dims), op.output_shape(&dims))));
+    for ((out, shape), o) in outs.iter().zip(op.output_shapes(&dims)).zip(op.outputs) {
+        if out.shape != shape {
+            let what = if op.outputs.len() == 1 { "output".to_string() } else { format!("output {}", o.role) };
+            return Err(error(format!("{what} is {:?}; {} {} writes {shape:?}", out.shape, op.name, Op::dims_label(&dims))));
+        }
     }
-    tensor::check_no_overlap(&tensors, &out, op)?;
+    for (i, out) in outs.iter().enumerate() {
+        tensor::check_no_overlap(&tensors, out, op)?;
+        tensor::check_no_overlap(&outs[i + 1..], out, op)?;
+    }
     // On the host: the inputs the content check reads and, for `current`,
     // those the dispatcher reads, each copied once; the others stay empty.
     let mut reads = op.content_reads.to_vec();
@@ -482,9 +527,10 @@ fn prepare(
     let scratch: Vec<Bound<'_, PyAny>> = plan.scratch.iter().map(|&n| tensor::empty_f32(py, n, device)).collect::<PyResult<_>>()?;
     let scratch_ptrs: Vec<u64> = scratch.iter().map(|s| Tensor::read(s, "scratch", None).map(|t| t.ptr)).collect::<PyResult<_>>()?;
     let input_ptrs: Vec<u64> = tensors.iter().map(|t| t.ptr).collect();
-    let bound = device::bind(device, op.package, &plan, &input_ptrs, out.ptr, &scratch_ptrs).map_err(error)?;
+    let output_ptrs: Vec<u64> = outs.iter().map(|t| t.ptr).collect();
+    let bound = device::bind(device, op.package, &plan, &input_ptrs, &output_ptrs, &scratch_ptrs).map_err(error)?;
     let mut keep: Vec<Py<PyAny>> = inputs.iter().map(|t| t.clone().unbind()).collect();
-    keep.push(output.unbind());
+    keep.extend(output_objs.iter().map(|t| t.clone().unbind()));
     let scratch = scratch.into_iter().map(Bound::unbind).collect();
     Ok(Call { op, picked, dims, bound, plan, device, scratch, tensors, checked, keep })
 }
@@ -542,6 +588,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(op_info, m)?)?;
     m.add_function(wrap_pyfunction!(input_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(output_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(dims_from_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(cost, m)?)?;
     m.add_function(wrap_pyfunction!(check_inputs, m)?)?;

@@ -102,7 +102,8 @@ pub fn one_device<'a>(tensors: impl Iterator<Item = &'a Tensor>) -> PyResult<usi
 pub fn check_no_overlap(inputs: &[Tensor], out: &Tensor, op: &Op) -> PyResult<()> {
     for t in inputs.iter().filter(|t| t.bytes > 0 && out.bytes > 0) {
         if t.ptr < out.ptr + out.bytes && out.ptr < t.ptr + t.bytes {
-            return Err(error(format!("the output overlaps {}; {} writes a separate tensor", t.role, op.name)));
+            let out_role = if op.outputs.len() == 1 { "the output".to_string() } else { format!("output {}", out.role) };
+            return Err(error(format!("{out_role} overlaps {}; {} writes a separate tensor", t.role, op.name)));
         }
     }
     Ok(())

@@ -39,8 +39,9 @@ impl BoundPlan {
     /// looks up every function in `modules` and opts it in to the dynamic
     /// shared memory its launch asks for. The modules' context must be
     /// current on this thread.
-    pub fn bind(modules: &Modules, plan: &Plan, inputs: &[u64], output: u64, scratch: &[u64]) -> Result<BoundPlan, String> {
-        let args = resolve_plan(plan, inputs, output, scratch)?;
+    /// `outputs` holds one address per output of the op.
+    pub fn bind(modules: &Modules, plan: &Plan, inputs: &[u64], outputs: &[u64], scratch: &[u64]) -> Result<BoundPlan, String> {
+        let args = resolve_plan(plan, inputs, outputs, scratch)?;
         let mut launches = Vec::with_capacity(plan.launches.len());
         for (launch, args) in plan.launches.iter().zip(args) {
             let function = modules.function(launch.kernel.name)?;
@@ -93,7 +94,9 @@ impl Gpu {
         let output = self.alloc_poisoned(op.output_len(dims))?;
         let scratch = plan.scratch.iter().map(|&n| self.alloc_poisoned(n)).collect::<Result<Vec<_>, _>>()?;
         let scratch_ptrs: Vec<u64> = scratch.iter().map(DeviceBuf::ptr).collect();
-        let bound = self.with_modules(|m| BoundPlan::bind(m, plan, &inputs.ptrs(), output.ptr(), &scratch_ptrs))?;
+        // The outputs are one allocation, each output its part of it.
+        let output_ptrs: Vec<u64> = op.output_offsets(dims)[..op.outputs.len()].iter().map(|&at| output.ptr() + at as u64 * 4).collect();
+        let bound = self.with_modules(|m| BoundPlan::bind(m, plan, &inputs.ptrs(), &output_ptrs, &scratch_ptrs))?;
         self.sync("preparing device buffers")?;
         Ok(Prepared { bound, output, _scratch: scratch, _inputs: PhantomData })
     }
@@ -123,8 +126,8 @@ impl Gpu {
 }
 
 /// Every launch's argument values, checked against its kernel's parameters:
-/// the count, each kind, and each input or scratch number.
-pub fn resolve_plan(plan: &Plan, inputs: &[u64], output: u64, scratch: &[u64]) -> Result<Vec<Vec<ArgValue>>, String> {
+/// the count, each kind, and each input, output or scratch number.
+pub fn resolve_plan(plan: &Plan, inputs: &[u64], outputs: &[u64], scratch: &[u64]) -> Result<Vec<Vec<ArgValue>>, String> {
     plan.launches
         .iter()
         .enumerate()
@@ -146,7 +149,7 @@ pub fn resolve_plan(plan: &Plan, inputs: &[u64], output: u64, scratch: &[u64]) -
                     };
                     let value = match *arg {
                         Arg::Input(j) => pick(inputs, j, "input")?,
-                        Arg::Output => ArgValue::Ptr(output),
+                        Arg::Output(j) => pick(outputs, j, "output")?,
                         Arg::Scratch(j) => pick(scratch, j, "scratch")?,
                         Arg::U32(v) => ArgValue::U32(v),
                         Arg::F32(v) => ArgValue::F32(v),
@@ -210,31 +213,34 @@ mod tests {
 
     #[test]
     fn args_resolve_in_parameter_order() {
-        let args = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output, Arg::U32(7), Arg::F32(0.5)]), &[100], 200, &[]).unwrap();
+        let args = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output(0), Arg::U32(7), Arg::F32(0.5)]), &[100], &[200], &[]).unwrap();
         assert_eq!(args, vec![vec![ArgValue::Ptr(100), ArgValue::Ptr(200), ArgValue::U32(7), ArgValue::F32(0.5)]]);
     }
 
     #[test]
     fn wrong_arg_kind_is_an_error() {
-        let e = resolve_plan(&plan(vec![Arg::U32(1), Arg::Output, Arg::U32(7), Arg::F32(0.5)]), &[100], 200, &[]).unwrap_err();
+        let e = resolve_plan(&plan(vec![Arg::U32(1), Arg::Output(0), Arg::U32(7), Arg::F32(0.5)]), &[100], &[200], &[]).unwrap_err();
         assert_eq!(e, "launch 0 (`scale`): parameter `x` is a pointer but the plan passes U32(1)");
-        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output, Arg::Output, Arg::F32(0.5)]), &[100], 200, &[]).unwrap_err();
+        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output(0), Arg::Output(0), Arg::F32(0.5)]), &[100], &[200], &[]).unwrap_err();
         assert!(e.contains("parameter `n` is a u32"), "{e}");
     }
 
     #[test]
     fn wrong_arg_count_or_buffer_number_is_an_error() {
-        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output]), &[100], 200, &[]).unwrap_err();
+        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output(0)]), &[100], &[200], &[]).unwrap_err();
         assert!(e.contains("passes 2 arguments; the kernel takes 4"), "{e}");
-        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Scratch(1), Arg::U32(7), Arg::F32(0.5)]), &[100], 200, &[300]).unwrap_err();
+        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Scratch(1), Arg::U32(7), Arg::F32(0.5)]), &[100], &[200], &[300]).unwrap_err();
         assert!(e.contains("Scratch(1) but there are 1 scratch buffers"), "{e}");
+        let e = resolve_plan(&plan(vec![Arg::Input(0), Arg::Output(1), Arg::U32(7), Arg::F32(0.5)]), &[100], &[200], &[]).unwrap_err();
+        assert!(e.contains("Output(1) but there are 1 output buffers"), "{e}");
     }
 
     #[test]
     fn an_unknown_kernel_is_an_error_before_any_launch() {
-        let e = BoundPlan::bind(&Modules::default(), &plan(vec![Arg::Input(0), Arg::Output, Arg::U32(7), Arg::F32(0.5)]), &[1], 2, &[])
-            .err()
-            .unwrap();
+        let e =
+            BoundPlan::bind(&Modules::default(), &plan(vec![Arg::Input(0), Arg::Output(0), Arg::U32(7), Arg::F32(0.5)]), &[1], &[2], &[])
+                .err()
+                .unwrap();
         assert_eq!(e, "no loaded module has kernel `scale` (loaded: none)");
     }
 }

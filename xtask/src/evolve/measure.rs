@@ -109,7 +109,7 @@ impl<'a> Bench<'a> {
     pub fn check_under(&self, p: &Prepared, tolerance: Tolerance) -> Result<Check, String> {
         let out = self.gpu.run_prepared(p)?;
         let cmp = compare(&out, self.reference, tolerance);
-        Ok(Check { passed: cmp.passed(), max_abs_err: cmp.max_abs_err, summary: cmp.summary(&self.op.output_shape(self.dims)) })
+        Ok(Check { passed: cmp.passed(), max_abs_err: cmp.max_abs_err, summary: self.op.summarize(&cmp, self.dims) })
     }
 
     /// Per-call kernel µs of `calls` calls.

@@ -1,0 +1,95 @@
+//! `layernorm_backward` on the emulator: every stage, and `current`, against
+//! the f64 reference of the three gradients under the op's tolerance, on
+//! shapes with tails (widths not a multiple of the block, one row, one
+//! column) and on data of any scale; an output of zeros and a gradient
+//! missing a term fail; dgamma and dbeta are the same bits on every run.
+
+use mage_common::fixtures::Rng;
+use mage_common::numeric::compare;
+use mage_common::op::{HostBuf, check_current, check_stage, emulate};
+use mage_layernorm::backward::{BACKWARD, STAGES};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+/// x drawn normal(mean, spread), gamma normal(1, 0.25)·scale, dy normal(0, 1)·scale.
+fn inputs(rows: u32, width: u32, mean: f32, spread: f32, scale: f32, seed: u64) -> Vec<HostBuf> {
+    let n = (rows * width) as usize;
+    let mut r = Rng::new(seed);
+    let x = r.normal_vec(n, mean, spread);
+    let gamma: Vec<f32> = r.normal_vec(width as usize, 1.0, 0.25).iter().map(|g| g * scale).collect();
+    let dy: Vec<f32> = r.normal_vec(n, 0.0, 1.0).iter().map(|d| d * scale).collect();
+    vec![HostBuf::F32(x), HostBuf::F32(gamma), HostBuf::F32(dy)]
+}
+
+#[test]
+fn every_stage_and_current_match_the_reference_on_random_shapes() {
+    let mut runner = TestRunner::new(Config { cases: 24, ..Config::default() });
+    let shape = (1u32..=24, prop_oneof![prop::sample::select(vec![1u32, 3, 4, 255, 256, 257, 768]), 1u32..=600], any::<u64>());
+    runner
+        .run(&shape, |(rows, width, seed)| {
+            let x = inputs(rows, width, 0.0, 1.0, 1.0, seed);
+            for stage in STAGES {
+                check_stage(&BACKWARD, stage, &[rows, width], &x).map_err(TestCaseError::fail)?;
+            }
+            check_current(&BACKWARD, &[rows, width], &x).map_err(TestCaseError::fail)?;
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn every_stage_holds_at_any_scale_and_far_from_zero() {
+    // (mean, spread, scale of gamma and dy)
+    for (mean, spread, scale) in [(0.0, 1.0, 1e-6), (0.0, 1.0, 1e6), (1e4, 1.0, 1.0), (0.0, 1e-20, 1.0), (3.0, 1e-3, 1e3)] {
+        let x = inputs(7, 300, mean, spread, scale, 11);
+        for stage in STAGES {
+            let cmp =
+                check_stage(&BACKWARD, stage, &[7, 300], &x).unwrap_or_else(|e| panic!("mean {mean} spread {spread} scale {scale}: {e}"));
+            assert!(cmp.worst_ratio < 0.5, "{} at mean {mean} spread {spread} scale {scale}: {}", stage.name, cmp.worst_ratio);
+        }
+    }
+}
+
+#[test]
+fn zeros_and_a_missing_term_fail() {
+    let dims = [9u32, 130];
+    let x = inputs(dims[0], dims[1], 0.5, 2.0, 1.0, 5);
+    let reference = (BACKWARD.reference)(&dims, &x);
+    let tol = (BACKWARD.tolerance)(&dims, &x);
+    let zeros = vec![0f32; BACKWARD.output_len(&dims)];
+    let cmp = compare(&zeros, &reference, tol);
+    let nonzero = reference.values.iter().filter(|v| **v != 0.0).count();
+    assert!(cmp.failures as f64 >= 0.9 * nonzero as f64, "zeros fail on only {} of {nonzero}", cmp.failures);
+    // dx without its `- x̂·mean(g·x̂)` term, dgamma and dbeta as computed.
+    let good = emulate(&BACKWARD, STAGES[0], &dims, &x).unwrap();
+    let (rows, width) = (dims[0] as usize, dims[1] as usize);
+    let (xs, gam, dy) = (x[0].as_f32(), x[1].as_f32(), x[2].as_f32());
+    let mut wrong = good.clone();
+    for r in 0..rows {
+        let row: Vec<f64> = xs[r * width..(r + 1) * width].iter().map(|v| *v as f64).collect();
+        let mean = row.iter().sum::<f64>() / width as f64;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / width as f64;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        let g: Vec<f64> = (0..width).map(|c| dy[r * width + c] as f64 * gam[c] as f64).collect();
+        let mean_g = g.iter().sum::<f64>() / width as f64;
+        for c in 0..width {
+            wrong[r * width + c] = (rstd * (g[c] - mean_g)) as f32;
+        }
+    }
+    let cmp = compare(&wrong, &reference, tol);
+    assert!(cmp.failures > rows * width / 2, "a dx missing a term fails on only {} elements", cmp.failures);
+    assert!(compare(&good, &reference, tol).passed());
+}
+
+#[test]
+fn the_column_sums_are_the_same_bits_on_every_run_and_each_output_is_located() {
+    let dims = [33u32, 70];
+    let x = inputs(dims[0], dims[1], 0.0, 1.0, 1.0, 9);
+    let a = emulate(&BACKWARD, STAGES[0], &dims, &x).unwrap();
+    let b = emulate(&BACKWARD, STAGES[0], &dims, &x).unwrap();
+    assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    assert_eq!(BACKWARD.output_offsets(&dims), [0, 33 * 70, 33 * 70 + 70, 33 * 70 + 140]);
+    assert_eq!(BACKWARD.locate_output(&dims, 33 * 70 + 5), "dgamma [5]");
+    assert_eq!(BACKWARD.locate_output(&dims, 71), "dx [1, 1]");
+    assert_eq!(BACKWARD.locate_output(&dims, 33 * 70 + 139), "dbeta [69]");
+}
