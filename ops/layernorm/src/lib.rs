@@ -14,6 +14,7 @@
 //! | [`mage_008`] | mage-006's held row in 256- or 512-thread blocks, rows up to 4096 |
 //! | [`mage_009`] | two warps per row, four rows per block, two to four held quads per lane, merged without a division |
 //! | [`mage_010`] | a block per row (128 to 512 threads), four quads per thread loaded before any is used, merged without a division |
+//! | [`block_tree`] | the kernel body mage-001 shares with layernorm_backward's mage-001: a block per row, a shared-memory tree, the row's statistics in two passes |
 //! | [`row_held`] | the kernel body of mage-006 and mage-008: a block per row, two held quads per thread |
 //! | [`held_rows`] | the kernel body of mage-009 and mage-010: `R` rows per block, `Q` held quads per thread, the division-free merge, the entry tables |
 //! | [`current`] | the dispatcher: the stage measured fastest for the shape |
@@ -26,6 +27,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod backward;
+pub mod block_tree;
 #[macro_use]
 pub mod held_rows;
 pub mod mage_001;

@@ -2,7 +2,8 @@
 //! for dgamma and dbeta; the row statistics recomputed, not saved.
 //!
 //! Kernel bodies: this module (`layernorm_backward_rows`,
-//! `layernorm_backward_columns`).
+//! `layernorm_backward_columns`), with the row's statistics and the block's
+//! sums from [`block_tree`](crate::block_tree), as forward mage-001.
 //!
 //! The plain form of the gradient, written to be obviously right. With
 //! `x̂ = (x - mean)·rstd` and `g = dy·gamma`:
@@ -18,33 +19,12 @@
 //! Not measured yet: it is the reference point later stages are judged
 //! against.
 
-use crate::EPS;
+pub use crate::block_tree::THREADS;
+use crate::block_tree::{block_sum, row_statistics};
 use mage_common::device::*;
 
-pub const THREADS: u32 = 256;
 /// Threads per block of the column kernel.
 pub const COLUMN_THREADS: u32 = 128;
-
-/// Sum of `v` over the block, returned to every thread. Uses shared words
-/// `0..THREADS`.
-#[inline(always)]
-fn block_sum(v: f32) -> f32 {
-    let t = thread_idx_x();
-    smem_st(t * 4, v);
-    sync_threads();
-    let mut s = THREADS / 2;
-    while s > 0 {
-        if t < s {
-            smem_st(t * 4, smem_ld(t * 4) + smem_ld((t + s) * 4));
-        }
-        sync_threads();
-        s /= 2;
-    }
-    let total = smem_ld(0);
-    // Everyone reads the total before the words are reused.
-    sync_threads();
-    total
-}
 
 mage_common::kernel! {
     /// One block per row: dx, and the row's shift, centre and rstd into
@@ -55,31 +35,12 @@ mage_common::kernel! {
         let base = row * width;
         let n = width as f32;
         unsafe {
-            let shift = ld_nc(x, base);
-            let mut s = 0.0;
-            let mut c = t;
-            while c < width {
-                s += ld_nc(x, base + c) - shift;
-                c += THREADS;
-            }
-            let mean0 = block_sum(s) / n;
-            let (mut sd, mut sd2) = (0.0, 0.0);
-            c = t;
-            while c < width {
-                let d = ld_nc(x, base + c) - shift - mean0;
-                sd += d;
-                sd2 += d * d;
-                c += THREADS;
-            }
-            let (sd, sd2) = (block_sum(sd), block_sum(sd2));
             // The mean as the shift plus the centre of the shifted row: both
             // kept, since their FP32 sum loses what x̂ needs where the mean is
             // far larger than the row's spread.
-            let centre = mean0 + sd / n;
-            let var = ((sd2 - sd * sd / n) / n).max(0.0);
-            let rstd = 1.0 / sqrt(var + EPS);
+            let (shift, centre, rstd) = row_statistics(x, base, width);
             let (mut sg, mut sgx) = (0.0, 0.0);
-            c = t;
+            let mut c = t;
             while c < width {
                 let xhat = (ld_nc(x, base + c) - shift - centre) * rstd;
                 let g = ld_nc(dy, base + c) * ld_nc(gamma, c);
