@@ -245,6 +245,10 @@ class TorchBackend:
         ref, ref_info = build_reference(spec, views, output_shape, self.golden_dir, self.use_golden)
         mag = torch_magnitude(spec.op, list(spec.dims), views)
         tol = dict(case.tolerance())
+        if mag is None and tol.get("of_magnitude", 0.0) != 0.0:
+            # No float64 magnitude here: the Rust registry's, for these inputs.
+            raw = case.magnitudes()
+            mag = torch.frombuffer(bytearray(raw), dtype=torch.float64).to(self.device)
         nbytes, flops = mage.cost(spec.op, list(spec.dims))
         return OpState(spec, tensors, views, ref.reshape(output_shape), None if mag is None else mag.reshape(output_shape),
                        output_shape, case.sha256,

@@ -170,6 +170,88 @@ def neighbor_cusparse(csr, x):
     return (csr @ x).contiguous()
 
 
+class GradReturned(Returned):
+    """A gradient op's alternative: `fn(*args)` returns the gradients (a
+    tuple, in the op's output order); the result is their concatenation,
+    flattened, as the op's outputs are checked. The concatenation is made
+    only for a check, never in a timed call."""
+
+    def result(self) -> torch.Tensor:
+        if not isinstance(self.last, tuple) or not all(torch.is_tensor(g) for g in self.last):
+            raise TypeError(f"{self.name} returned {type(self.last).__name__}, not a tuple of gradients")
+        return torch.cat([g.reshape(-1) for g in self.last])
+
+    def checked_call(self) -> dict:
+        self.last = None
+        self.call()
+        torch.cuda.synchronize()
+        return {"output": "returned", "blocks_poisoned": 0, "result_in_poisoned_block": False,
+                "note": "gradients returned by torch.autograd.grad: new tensors, checked as returned"}
+
+
+def _layernorm_forward(x, gamma, beta, eps):
+    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+#: Each gradient op: its forward function (eager), the roles of the forward's
+#: inputs (`zeros:ROLE:LEN_FROM` for a forward input the gradient op does not
+#: take, made as zeros shaped like that input), the roles the gradients are
+#: taken of, in the op's output order, and the role of the output's gradient.
+GRADS = {
+    "layernorm_backward": (_layernorm_forward, ("x", "gamma", "zeros:beta:gamma"), ("x", "gamma", "beta"), "dy", ("eps",)),
+    "gelu_backward": (lambda x, bias: F.gelu(x + bias, approximate="tanh"), ("x", "bias"), ("x", "bias"), "dy", ()),
+    "triangle_backward": (lambda a, b: torch.einsum("ikc,jkc->ijc", a, b), ("A", "B"), ("A", "B"), "dO", ()),
+    "neighbor_backward": (lambda x, w, dst, src: torch.zeros_like(x).index_add(0, dst, w.unsqueeze(1) * x.index_select(0, src)),
+                          ("x", "w", "dst64", "indices64"), ("x", "w"), "dY", ()),
+}
+
+
+def grad_setup(op: str, views: dict, forward=None):
+    """The forward of gradient op `op` run once, outside any timing, on leaf
+    copies of its inputs that require grad: (output, leaves to take the
+    gradients of, the output's gradient)."""
+    fn, roles, wrt, grad_role, constants = GRADS[op]
+    base = op.removesuffix("_backward")
+    leaves, args = {}, []
+    for r in roles:
+        if r.startswith("zeros:"):
+            _, name, like = r.split(":")
+            t = torch.zeros_like(views[like]).requires_grad_(True)
+            leaves[name] = t
+        elif views[r].is_floating_point():
+            t = views[r].detach().clone().requires_grad_(r in wrt)
+            leaves[r] = t
+        else:
+            t = views[r]
+        args.append(t)
+    args += [constant(base, c) for c in constants]
+    y = (forward or fn)(*args)
+    return y, tuple(leaves[r] for r in wrt), views[grad_role]
+
+
+def build_grad(op: str, views: dict, numel: int, device, name: str, tag: str = "") -> Impl:
+    """`torch`: eager autograd; `torch_compile`: the forward through
+    torch.compile, whose compiled backward graph `torch.autograd.grad` runs.
+    Either way each call runs only the backward's kernels."""
+    fn = GRADS[op][0]
+    forward = None
+    if name == "torch_compile":
+        forward = torch.compile(fresh_function(fn, tag or op), dynamic=False, fullgraph=True)
+    y, wrt, dy = grad_setup(op, views, forward)
+    grad = lambda: torch.autograd.grad(y, wrt, dy, retain_graph=True)  # noqa: E731
+    impl = GradReturned(name, "torch" if name == "torch" else "torch_compile", lambda: grad(), (), numel, device)
+    impl.info["function"] = f"torch.autograd.grad of mage_compare.impls.GRADS[{op!r}] (forward run once, outside timing)"
+    if forward is not None:
+        t0 = time.perf_counter()
+        for _ in range(COMPILE_WARM_CALLS):
+            impl.call()
+        torch.cuda.synchronize()
+        impl.info["compile"] = {"mode": "default", "dynamic": False, "fullgraph": True, "warm_calls": COMPILE_WARM_CALLS,
+                                "compile_and_warm_seconds": time.perf_counter() - t0}
+    impl.notes.append("the gradients of the forward, by torch.autograd.grad with the graph retained: only backward kernels run per call")
+    return impl
+
+
 #: The eager function of each op and the inputs it takes, by the registry's role names.
 EAGER = {"matmul": (matmul_eager, ("a", "b")), "layernorm": (layernorm_eager, ("x", "gamma", "beta")),
          "gelu": (gelu_eager, ("x", "bias")), "triangle": (triangle_eager, ("A", "B")),
@@ -185,6 +267,8 @@ def eager_args(op: str, views: dict) -> tuple:
 
 
 def build_torch(op: str, views: dict, numel: int, device, name: str = "torch") -> Impl:
+    if op in GRADS:
+        return build_grad(op, views, numel, device, name)
     fn, _ = EAGER[op]
     if (op, name) == ("matmul", "torch_tf32"):
         fn = matmul_tf32
@@ -198,6 +282,8 @@ def build_torch(op: str, views: dict, numel: int, device, name: str = "torch") -
 
 
 def build_torch_compile(op: str, views: dict, numel: int, tag: str, device) -> Impl:
+    if op in GRADS:
+        return build_grad(op, views, numel, device, "torch_compile", tag)
     fn, _ = EAGER[op]
     compiled = torch.compile(fresh_function(fn, tag), dynamic=False, fullgraph=True)
     impl = Returned("torch_compile", "torch_compile", compiled, eager_args(op, views), numel, device)
@@ -291,7 +377,17 @@ class RustImpl(Preallocated):
         import mage
 
         super().__init__(name, stage, shape, device)
-        self.bound = mage.prepare(op, stage, tensors, self.out_view)
+        dims = mage.dims_from_shapes(op, [list(t.shape) for t in tensors])
+        shapes = mage.output_shapes(op, dims)
+        if len(shapes) == 1:
+            output = self.out_view
+        else:  # several outputs: each a view of its part of the one flat output, in order
+            output, at = [], 0
+            for part in shapes:
+                n = math.prod(part)
+                output.append(self.out[at:at + n].view(part))
+                at += n
+        self.bound = mage.prepare(op, stage, tensors, output)
         self.scratch = list(self.bound.scratch)
         d = self.bound.describe()
         self.info.update(stage_run=self.bound.stage, by_current=self.bound.by_current,

@@ -21,6 +21,11 @@ BUILTIN_IMPLS: dict[str, tuple[tuple[str, str], ...]] = {
     "gelu": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "triangle": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "neighbor": (("torch", "torch"), ("torch_compile", "torch_compile"), ("cusparse", "cusparse"), ("triton", "triton")),
+    # The gradient ops: PyTorch's backward kernels through torch.autograd.grad, eager and compiled.
+    "layernorm_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
+    "gelu_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
+    "triangle_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
+    "neighbor_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
 }
 
 #: Builtin implementations outside the op's FP32 contract, each checked under

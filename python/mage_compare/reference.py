@@ -41,7 +41,7 @@ def input_views(op: str, roles: list[str], tensors: list, dims: list[int]) -> di
     """Inputs by role; for neighbor also the int64 forms of its CSR, which
     the reference and the alternatives index with."""
     views = dict(zip(roles, tensors))
-    if op == "neighbor":
+    if op in ("neighbor", "neighbor_backward"):
         n, _, edges = dims
         views["rowptr64"] = u32_to_int64(views["rowptr"])
         views["indices64"] = u32_to_int64(views["indices"])
@@ -49,8 +49,38 @@ def input_views(op: str, roles: list[str], tensors: list, dims: list[int]) -> di
     return views
 
 
+#: Each gradient op: its forward op, the forward's input roles (a role not
+#: among the gradient op's inputs is zeros shaped like the role after `=`),
+#: the roles the gradients are taken of (the op's output order), and the
+#: role of the output's gradient.
+GRADIENTS = {
+    "layernorm_backward": ("layernorm", ("x", "gamma", "beta=gamma"), ("x", "gamma", "beta"), "dy"),
+    "gelu_backward": ("gelu", ("x", "bias"), ("x", "bias"), "dy"),
+    "triangle_backward": ("triangle", ("A", "B"), ("A", "B"), "dO"),
+    "neighbor_backward": ("neighbor", ("x", "w"), ("x", "w"), "dY"),
+}
+
+
+def autograd_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
+    """A gradient op's float64 reference: torch.autograd of the forward's
+    float64 reference on float64 leaves, the gradients concatenated flat in
+    the op's output order."""
+    forward, roles, wrt, grad_role = GRADIENTS[op]
+    leaves = dict(v)
+    for r in roles:
+        name, _, like = r.partition("=")
+        src = v[like] if like else v[name]
+        leaves[name] = (torch.zeros_like(src, dtype=torch.float64) if like else src.to(torch.float64)).requires_grad_(True)
+    with torch.enable_grad():
+        y = torch_reference(forward, dims, leaves)
+        grads = torch.autograd.grad(y, [leaves[r] for r in wrt], v[grad_role].to(torch.float64))
+    return torch.cat([g.reshape(-1) for g in grads]).detach()
+
+
 def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
     """float64 result shaped like the output, from the typed views `v`."""
+    if op in GRADIENTS:
+        return autograd_reference(op, dims, v)
     f = lambda t: t.to(torch.float64)  # noqa: E731
     if op == "matmul":
         return f(v["a"]) @ f(v["b"])
@@ -71,7 +101,7 @@ def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
         out = torch.zeros((n, width), dtype=torch.float64, device=v["x"].device)
         if edges:
             src = v["indices64"]
-            out.index_add_(0, v["dst64"], f(v["w"]).unsqueeze(1) * f(v["x"]).index_select(0, src))
+            out = out.index_add(0, v["dst64"], f(v["w"]).unsqueeze(1) * f(v["x"]).index_select(0, src))
         return out
     raise ValueError(f"no reference for op `{op}`")
 
@@ -81,7 +111,8 @@ def torch_magnitude(op: str, dims: list[int], v: dict) -> torch.Tensor | None:
     what the Rust registry's reference computes beside its values and the
     tolerance's `of_magnitude` scales. For the contractions it is the sum of
     the terms' absolute values, the op itself on |inputs|; None for an op
-    whose tolerance uses none."""
+    whose tolerance uses none, and for a gradient op, whose magnitudes the
+    caller takes from the Rust registry's case."""
     f = lambda t: t.to(torch.float64)  # noqa: E731
     if op in ("matmul", "triangle", "neighbor"):
         roles = {"matmul": ("a", "b"), "triangle": ("A", "B"), "neighbor": ("x", "w")}[op]

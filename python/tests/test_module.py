@@ -64,7 +64,14 @@ class Registry(unittest.TestCase):
             self.fail("the extension module `mage` did not import")
 
     def test_ops_and_their_definitions(self):
-        self.assertEqual(mage.ops(), ["matmul", "gelu", "layernorm", "triangle", "neighbor"])
+        self.assertEqual(mage.ops(), ["matmul", "gelu", "layernorm", "triangle", "neighbor", "layernorm_backward"])
+        lb = mage.op_info("layernorm_backward")
+        self.assertEqual([i["role"] for i in lb["inputs"]], ["x", "gamma", "dy"])
+        self.assertEqual([o["role"] for o in lb["outputs"]], ["dx", "dgamma", "dbeta"])
+        self.assertIsNone(lb["output"])
+        self.assertEqual(mage.op_info("layernorm")["outputs"], [{"file": "y", "role": "y", "shape": ["rows", "width"]}])
+        self.assertEqual(mage.output_shapes("layernorm_backward", [4, 8]), [[4, 8], [8], [8]])
+        self.assertEqual(mage.output_shape("layernorm_backward", [4, 8]), [48])
         ln = mage.op_info("layernorm")
         self.assertEqual(ln["dim_names"], ["rows", "width"])
         self.assertAlmostEqual(ln["constants"]["eps"], 1e-5, places=12)
@@ -142,7 +149,7 @@ class Registry(unittest.TestCase):
         self.assertEqual(mage.dims_from_shapes("layernorm", ([2, 3], (3,), [3])), [2, 3])
 
     def test_bad_names_paths_and_devices_are_mage_errors(self):
-        ops = "matmul, gelu, layernorm, triangle, neighbor"
+        ops = ", ".join(mage.ops())  # the list test_ops_and_their_definitions pins
         for f, args in [(mage.op_info, ()), (mage.input_shapes, ([4, 8],)), (mage.output_shape, ([4, 8],)),
                         (mage.cost, ([4, 8],)), (mage.dims_from_shapes, ([[4, 8]],)), (mage.read_case, (".",)),
                         (mage.check_inputs, ([4, 8], [None, None])), (mage.prepare, ("current", [], None)),
@@ -369,6 +376,15 @@ class Prepare(unittest.TestCase):
         inputs, y = self.ln()
         self.refused("layernorm has no stage `mage-999`", "layernorm", "mage-999", inputs, y)
         self.refused("is on cuda:1, x on cuda:0", "layernorm", "current", inputs[:2] + [FakeTensor((8,), device=1)], y)
+        # An op with several outputs takes them as a list, in order, each its own shape.
+        lb = [FakeTensor((4, 8)), FakeTensor((8,), ptr=2 << 30), FakeTensor((4, 8), ptr=3 << 30)]
+        dx, dg, db = FakeTensor((4, 8), ptr=4 << 30), FakeTensor((8,), ptr=5 << 30), FakeTensor((8,), ptr=6 << 30)
+        self.refused("it must be a list of 3 tensors (dx, dgamma, dbeta)", "layernorm_backward", "current", lb, dx)
+        self.refused("layernorm_backward writes 3 outputs (dx, dgamma, dbeta), got 2", "layernorm_backward", "current", lb, [dx, dg])
+        self.refused("output dgamma is [7]; layernorm_backward 4x8 writes [8]", "layernorm_backward", "current", lb,
+                     [dx, FakeTensor((7,), ptr=5 << 30), db])
+        self.refused("output dgamma overlaps dbeta", "layernorm_backward", "current", lb, [dx, dg, FakeTensor((8,), ptr=(5 << 30) + 16)])
+        self.refused("output dx overlaps x", "layernorm_backward", "current", lb, [FakeTensor((4, 8)), dg, db])
         idx = [FakeTensor((5, 4)), FakeTensor((9,)), FakeTensor((6,), dtype="torch.float32"), FakeTensor((9,), dtype="torch.int32")]
         self.refused("rowptr is torch.float32; it must be torch.int32 or torch.uint32", "neighbor", "current", idx, FakeTensor((5, 4)))
 

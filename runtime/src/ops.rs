@@ -6,9 +6,21 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 }
 
-/// Every op, in the order tables list them.
+/// Every op, in the order tables list them: the forward ops, then their
+/// gradients.
 pub fn all() -> Vec<&'static Op> {
-    vec![&mage_matmul::OP, &mage_gelu::OP, &mage_layernorm::OP, &mage_triangle::OP, &mage_neighbor::OP]
+    vec![&mage_matmul::OP, &mage_gelu::OP, &mage_layernorm::OP, &mage_triangle::OP, &mage_neighbor::OP, &mage_layernorm::BACKWARD]
+}
+
+/// The distinct packages of every op, in the order of [`all`].
+pub fn packages() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = vec![];
+    for op in all() {
+        if !out.contains(&op.package) {
+            out.push(op.package);
+        }
+    }
+    out
 }
 
 pub fn find(name: &str) -> Result<&'static Op, String> {

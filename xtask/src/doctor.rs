@@ -107,10 +107,8 @@ pub fn run() -> Result<(), String> {
     }
     // The PTX was built with this binary (build.rs), so it tells whether
     // the nvptx build works without running one.
-    let failed: Vec<String> = std::iter::once("mage-common")
-        .chain(crate::ops::all().iter().map(|op| op.package))
-        .filter_map(|p| crate::ops::ptx(p).err())
-        .collect();
+    let failed: Vec<String> =
+        std::iter::once("mage-common").chain(crate::ops::packages()).filter_map(|p| crate::ops::ptx(p).err()).collect();
     match failed.first() {
         None if matches!(home, Home::Checkout(_)) => {
             r.line(Status::Ok, "nvptx build", "every op's PTX was built with this binary (`cargo xtask ptx` rebuilds it)")

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-pub use mage_runtime::ops::{all, find, ptx};
+pub use mage_runtime::ops::{all, find, packages, ptx};
 
 /// The sha256 of each package's embedded PTX, for the evidence a command
 /// writes.
@@ -14,7 +14,7 @@ pub fn ptx_sha256<'a>(packages: impl IntoIterator<Item = &'a str>) -> Result<ser
 /// `cargo xtask ptx`: builds and prints the PTX path of each package.
 pub fn build_all(packages: &[String]) -> Result<(), String> {
     let names: Vec<String> = if packages.is_empty() {
-        std::iter::once("mage-common".to_string()).chain(all().iter().map(|o| o.package.to_string())).collect()
+        std::iter::once("mage-common".to_string()).chain(mage_runtime::ops::packages().iter().map(|p| p.to_string())).collect()
     } else {
         packages.iter().map(|p| if p.starts_with("mage-") { p.clone() } else { format!("mage-{p}") }).collect()
     };

@@ -134,6 +134,7 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
         "matmul" => normal(&[&[17, 19, 23], &[1, 1, 1], &[130, 70, 200], &[256, 256, 256], &[100, 64, 96]]),
         "gelu" => normal(&[&[3, 257], &[64, 768], &[7, 1001]]),
         "triangle" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
+        "layernorm_backward" => normal(&[&[33, 768], &[7, 1000], &[3, 257], &[300, 64]]),
         "neighbor" => vec![
             (vec![7, 9, 23], "uniform"),
             (vec![7, 9, 0], "uniform"),
@@ -152,6 +153,8 @@ pub fn contraction_terms(op: &Op, dims: &[u32]) -> u64 {
         "triangle" => dims[0] as u64,
         "neighbor" => dims[2] as u64, // a row may hold every edge
         "layernorm" => dims[1] as u64,
+        // dx sums over the row, dgamma and dbeta over the rows.
+        "layernorm_backward" => dims[0].max(dims[1]) as u64,
         _ => 1,
     }
 }

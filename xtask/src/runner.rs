@@ -34,8 +34,8 @@ pub fn gpu_present(command: &str) -> Result<(), String> {
 pub fn open_gpu() -> Result<Gpu, String> {
     let mut gpu = Gpu::open(0).map_err(|e| format!("{e}; {}", emulate_hint()))?;
     gpu.load_module("mage-common", ops::ptx("mage-common")?)?;
-    for op in ops::all() {
-        gpu.load_module(op.package, ops::ptx(op.package)?)?;
+    for package in ops::packages() {
+        gpu.load_module(package, ops::ptx(package)?)?;
     }
     Ok(gpu)
 }

@@ -302,7 +302,11 @@ fn missing_op() {
 #[test]
 fn unknown_op() {
     let s = Scratch::new("unknown-op");
-    refused(s.path(), &["run", "nosuch", "--emulate"], "unknown op `nosuch`; the ops are matmul, gelu, layernorm, triangle, neighbor$");
+    refused(
+        s.path(),
+        &["run", "nosuch", "--emulate"],
+        "unknown op `nosuch`; the ops are matmul, gelu, layernorm, triangle, neighbor, layernorm_backward$",
+    );
 }
 
 #[test]

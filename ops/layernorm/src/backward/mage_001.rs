@@ -1,9 +1,9 @@
 //! layernorm_backward mage-001: a block per row for dx, a thread per column
 //! for dgamma and dbeta; the row statistics recomputed, not saved.
 //!
-//! Kernel bodies: this module (`layernorm_backward_rows`,
-//! `layernorm_backward_columns`), with the row's statistics and the block's
-//! sums from [`block_tree`](crate::block_tree), as forward mage-001.
+//! Kernel bodies: [`row_gradient`](super::row_gradient)
+//! (`layernorm_backward_rows`, shared with mage-002) and this module
+//! (`layernorm_backward_columns`).
 //!
 //! The plain form of the gradient, written to be obviously right. With
 //! `x̂ = (x - mean)·rstd` and `g = dy·gamma`:
@@ -19,51 +19,12 @@
 //! Not measured yet: it is the reference point later stages are judged
 //! against.
 
+use super::row_gradient::layernorm_backward_rows;
 pub use crate::block_tree::THREADS;
-use crate::block_tree::{block_sum, row_statistics};
 use mage_common::device::*;
 
 /// Threads per block of the column kernel.
 pub const COLUMN_THREADS: u32 = 128;
-
-mage_common::kernel! {
-    /// One block per row: dx, and the row's shift, centre and rstd into
-    /// `stats` (`[rows, 3]`; the mean is shift + centre). Needs `THREADS * 4` bytes of shared memory.
-    pub unsafe fn layernorm_backward_rows(x: *const f32, gamma: *const f32, dy: *const f32, dx: *mut f32, stats: *mut f32, rows: u32, width: u32) {
-        let _ = rows;
-        let (t, row) = (thread_idx_x(), block_idx_x());
-        let base = row * width;
-        let n = width as f32;
-        unsafe {
-            // The mean as the shift plus the centre of the shifted row: both
-            // kept, since their FP32 sum loses what x̂ needs where the mean is
-            // far larger than the row's spread.
-            let (shift, centre, rstd) = row_statistics(x, base, width);
-            let (mut sg, mut sgx) = (0.0, 0.0);
-            let mut c = t;
-            while c < width {
-                let xhat = (ld_nc(x, base + c) - shift - centre) * rstd;
-                let g = ld_nc(dy, base + c) * ld_nc(gamma, c);
-                sg += g;
-                sgx += g * xhat;
-                c += THREADS;
-            }
-            let (mean_g, mean_gx) = (block_sum(sg) / n, block_sum(sgx) / n);
-            c = t;
-            while c < width {
-                let xhat = (ld_nc(x, base + c) - shift - centre) * rstd;
-                let g = ld_nc(dy, base + c) * ld_nc(gamma, c);
-                st(dx, base + c, rstd * (g - mean_g - xhat * mean_gx));
-                c += THREADS;
-            }
-            if t == 0 {
-                st(stats, 3 * row, shift);
-                st(stats, 3 * row + 1, centre);
-                st(stats, 3 * row + 2, rstd);
-            }
-        }
-    }
-}
 
 mage_common::kernel! {
     /// One thread per column: `dgamma[c] = Σ_r dy·x̂` and `dbeta[c] = Σ_r dy`,

@@ -12,8 +12,12 @@
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | a block per row for dx (statistics recomputed), a thread per column for dgamma and dbeta |
+//! | [`mage_002`] | mage-001's dx; the column sums split over chunks of rows, then the chunks summed in order |
+//! | [`row_gradient`] | the kernel body of mage-001's and mage-002's dx: a block per row |
 
 pub mod mage_001;
+pub mod mage_002;
+pub mod row_gradient;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -102,7 +106,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 1] = [&mage_001::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "layernorm_backward",
