@@ -3,13 +3,14 @@
 //! shapes with tails (one row, channel counts not a multiple of 4) and on
 //! data of any scale; an output of zeros, a gradient over the wrong axis
 //! and a gradient missing a term fail; small integers come out exact; the
-//! same bits on every run; the reference is the forward's gradient.
+//! same bits on every run, and those of forward mage-001 on transposed
+//! inputs; the reference is the forward's gradient.
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, check_current, check_stage, emulate};
 use mage_common::scale::{SCALES, check_on, rows_scaled, scaled};
-use mage_triangle::backward::{BACKWARD, STAGES, reference};
+use mage_triangle::backward::{BACKWARD, STAGES, mage_001, reference};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -197,6 +198,27 @@ fn the_reference_is_the_gradient_of_the_forward() {
         for (what, v) in [("⟨dA, A⟩", through_a), ("⟨dB, B⟩", through_b)] {
             assert!((v - through_o).abs() <= 1e-12 * scale, "{what} = {v:e}, ⟨dO, O⟩ = {through_o:e} at {dims:?}");
         }
+    }
+}
+
+/// Each gradient is the forward on transposed inputs, `dA = f(dO, Bᵀ)` and
+/// `dB = f(dOᵀ, Aᵀ)` (`Xᵀ[k, i] = X[i, k]`), and mage-001 sums its terms
+/// in the order forward mage-001 does, with the same `fma`s: the same bits.
+#[test]
+fn each_gradient_is_forward_mage_001_on_transposed_inputs_bit_for_bit() {
+    for dims in [[1u32, 1u32], [7, 5], [20, 3], [33, 12]] {
+        let (n, c) = (dims[0] as usize, dims[1] as usize);
+        let x = BACKWARD.generate(&dims, 23);
+        let (a, b, d) = (x[0].as_f32(), x[1].as_f32(), x[2].as_f32());
+        let forward = |p: Vec<f32>, q: Vec<f32>| -> Vec<u32> {
+            let out = emulate(&mage_triangle::OP, &mage_triangle::mage_001::STAGE, &dims, &[HostBuf::F32(p), HostBuf::F32(q)]).unwrap();
+            out.iter().map(|v| v.to_bits()).collect()
+        };
+        let mut want = forward(d.to_vec(), transpose(b, n, c));
+        want.extend(forward(transpose(d, n, c), transpose(a, n, c)));
+        let got: Vec<u32> = emulate(&BACKWARD, &mage_001::STAGE, &dims, &x).unwrap().iter().map(|v| v.to_bits()).collect();
+        let first = got.iter().zip(&want).position(|(g, w)| g != w);
+        assert!(first.is_none(), "mage-001 at {dims:?} differs from the forward at {}", BACKWARD.locate_output(&dims, first.unwrap()));
     }
 }
 
