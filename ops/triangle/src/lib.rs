@@ -16,6 +16,7 @@
 //! | [`mage_005`] | the 32x16 warp-per-channel tile with each chunk's `k` split over two groups of 256 threads, added at the end |
 //! | [`channel_tiles`] | the kernel body of mage-004 and mage-005: [`ChannelTiles`], the tile shapes and their `kernel!` entries |
 //! | [`current`] | the dispatcher: mage-001 on the smallest shapes, mage-005 where its split of `k` fills the SMs (2^17 up to 2^21 outputs), mage-004 elsewhere |
+//! | [`backward`] | `triangle_backward`, the gradients dA and dB: an op of its own with its own stages |
 //!
 //! Every stage accumulates each output in the same order (k = 0, 1, ...,
 //! one `fma.rn.f32` per term), so the GPU and the emulator agree bit for
@@ -39,6 +40,7 @@
 //! 256); a wrong channel or row by the output's own size.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod backward;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
 pub mod mage_001;
@@ -55,6 +57,8 @@ pub use channel_tiles::channel_tiles_launch;
 pub use channel_tiles::{ChannelTiles, GROUP, TILES_32X16, TILES_32X16_SPLIT, TILES_64X32, same_order};
 pub use channel_tiles::{triangle_tiles_32x16, triangle_tiles_32x16_split, triangle_tiles_64x32};
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use backward::BACKWARD;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
