@@ -9,7 +9,15 @@ mod embedded {
 /// Every op, in the order tables list them: the forward ops, then their
 /// gradients.
 pub fn all() -> Vec<&'static Op> {
-    vec![&mage_matmul::OP, &mage_gelu::OP, &mage_layernorm::OP, &mage_triangle::OP, &mage_neighbor::OP, &mage_layernorm::BACKWARD]
+    vec![
+        &mage_matmul::OP,
+        &mage_gelu::OP,
+        &mage_layernorm::OP,
+        &mage_triangle::OP,
+        &mage_neighbor::OP,
+        &mage_layernorm::BACKWARD,
+        &mage_triangle::BACKWARD,
+    ]
 }
 
 /// The distinct packages of every op, in the order of [`all`].
