@@ -10,6 +10,7 @@
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
+//! | [`backward`] | `gelu_backward`, the gradients dx and dbias: an op of its own with its own stages |
 //!
 //! # Why not `tanh.approx`
 //!
@@ -25,6 +26,7 @@
 //! arithmetic with `ex2`/`rsqrt` pushed to the edges of their contract.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod backward;
 pub mod mage_001;
 pub mod mage_002;
 
@@ -41,6 +43,8 @@ pub const A0: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI) as f32;
 /// `A0 · 0.044715`.
 pub const A1: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) as f32;
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use backward::BACKWARD;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
