@@ -16,6 +16,7 @@ pub fn all() -> Vec<&'static Op> {
         &mage_triangle::OP,
         &mage_neighbor::OP,
         &mage_layernorm::BACKWARD,
+        &mage_gelu::BACKWARD,
         &mage_triangle::BACKWARD,
     ]
 }
