@@ -64,20 +64,6 @@ fn every_stage_matches_the_reference_across_chunks_of_rows() {
     }
 }
 
-/// mage-003's grid stops at `MAX_BLOCKS` blocks: past that each warp takes
-/// several rows, keeping its column sums across them; every width of quads
-/// per lane its entries cover.
-#[test]
-fn warps_that_take_several_rows_and_every_held_width() {
-    use mage_layernorm::backward::mage_003;
-    let rows = 2 * mage_003::MAX_BLOCKS * mage_003::WARPS + 5;
-    check_fitted(&mage_003::STAGE, rows, 4, 3).unwrap_or_else(|e| panic!("{e}"));
-    for width in [4u32, 128, 256, 260, 512, 516, 768, 1024] {
-        check_fitted(&mage_003::STAGE, 9, width, width as u64).unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert!(!(mage_003::STAGE.supports)(&[4, 1028]) && !(mage_003::STAGE.supports)(&[4, 6]));
-}
-
 #[test]
 fn every_stage_holds_at_any_scale_and_far_from_zero() {
     // (mean, spread, scale of gamma and dy)

@@ -75,7 +75,7 @@ pub const W_CLAMP: f32 = 32.0;
 pub fn gelu_grad_with(z: f32, dy: f32, ex2: impl Fn(f32) -> f32) -> f32 {
     let z2 = z * z;
     let s = z * fma(A1, z2, A0);
-    let zc = z.max(-W_CLAMP).min(W_CLAMP);
+    let zc = z.clamp(-W_CLAMP, W_CLAMP);
     let w = zc * fma(W1, zc * zc, W0);
     let h = ex2(-0.5 * s.abs());
     let q = h * h;

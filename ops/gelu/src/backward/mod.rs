@@ -96,7 +96,7 @@ mod host {
     }
 
     /// `|out - ref| <= 2^-126 + 1e-4·m`, `m` each element's magnitude from
-    /// [`reference`].
+    /// [`reference`](fn@reference).
     ///
     /// Why: [`mage_001`]'s error analysis bounds dx by `|dy|·(6e-7·σ +
     /// 3.3e-6·(1 + |2u|)(1 + |w|)·σ(1 − σ))`: `z = x + bias` rounded, the

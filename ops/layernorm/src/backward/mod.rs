@@ -13,12 +13,10 @@
 //! |---|---|
 //! | [`mage_001`] | a block per row for dx (statistics recomputed), a thread per column for dgamma and dbeta |
 //! | [`mage_002`] | mage-001's dx; the column sums split over chunks of rows, then the chunks summed in order |
-//! | [`mage_003`] | a warp per row, x, dy and gamma held, each warp's column sums kept across its rows, then added warp by warp |
 //! | [`row_gradient`] | the kernel body of mage-001's and mage-002's dx: a block per row |
 
 pub mod mage_001;
 pub mod mage_002;
-pub mod mage_003;
 pub mod row_gradient;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -108,7 +106,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "layernorm_backward",
@@ -147,10 +145,6 @@ mod host {
         },
         stages: &STAGES,
         outside_contract: &[],
-        current: Dispatcher {
-            summary: "mage-003 where the width is a multiple of 4 up to 1024, else mage-002",
-            reads: &[],
-            choose: |d, _| if (mage_003::STAGE.supports)(d) { &mage_003::STAGE } else { &mage_002::STAGE },
-        },
+        current: Dispatcher { summary: "mage-002 always", reads: &[], choose: |_, _| &mage_002::STAGE },
     };
 }
