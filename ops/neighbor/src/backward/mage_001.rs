@@ -169,6 +169,7 @@ mage_common::kernel! {
     /// Thread `t < n·width` writes `dx[t]`, `(s, c) = (t / width, t %
     /// width)`: `Σ w[e]·dy[row[e], c]` over node `s`'s out-edges in
     /// increasing order.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn neighbor_backward_dx(w: *const f32, dy: *const f32, colptr: *const u32, order: *const u32, row: *const u32, dx: *mut f32, n: u32, width: u32) {
         let t = block_idx_x() * THREADS + thread_idx_x();
         if t < n * width {
