@@ -18,6 +18,7 @@ pub fn all() -> Vec<&'static Op> {
         &mage_layernorm::BACKWARD,
         &mage_gelu::BACKWARD,
         &mage_triangle::BACKWARD,
+        &mage_neighbor::BACKWARD,
     ]
 }
 

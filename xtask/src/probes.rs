@@ -137,6 +137,12 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
         "layernorm_backward" => normal(&[&[33, 768], &[7, 1000], &[3, 257], &[300, 64]]),
         "triangle_backward" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
         "gelu_backward" => normal(&[&[3, 257], &[64, 768], &[300, 5]]),
+        "neighbor_backward" => vec![
+            (vec![7, 9, 23], "uniform"),
+            (vec![7, 9, 0], "uniform"),
+            (vec![512, 64, 8192], "power-law"),
+            (vec![1024, 33, 4096], "uniform"),
+        ],
         "neighbor" => vec![
             (vec![7, 9, 23], "uniform"),
             (vec![7, 9, 0], "uniform"),
@@ -160,6 +166,7 @@ pub fn contraction_terms(op: &Op, dims: &[u32]) -> u64 {
         "triangle_backward" => dims[0] as u64,
         // dbias sums over the rows.
         "gelu_backward" => dims[0] as u64,
+        "neighbor_backward" => dims[2] as u64,
         _ => 1,
     }
 }

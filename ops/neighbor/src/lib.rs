@@ -18,6 +18,7 @@
 //! | [`gather`] | mage-004's and mage-005's edge batches, lane groups and 128-bit gather loop |
 //! | [`graph`] | the generators' graphs, [`max_degree`] and [`check_csr`] |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-004 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
+//! | [`backward`] | `neighbor_backward`, the gradients dX (the transposed sum) and dw (a dot product per edge): an op of its own with its own stages |
 //!
 //! # Generators
 //!
@@ -56,6 +57,7 @@
 //! share: there a single dropped edge of average size would pass.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod backward;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
@@ -89,6 +91,8 @@ pub fn warp_in_grid() -> u32 {
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use backward::BACKWARD;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 

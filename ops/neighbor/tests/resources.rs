@@ -13,3 +13,12 @@ fn ptxas_resource_requests() {
     assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }
+
+/// The same for `neighbor_backward`'s stages.
+#[test]
+fn backward_ptxas_resource_requests() {
+    let requests = mage_toolchain::resource_requests(&mage_neighbor::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_neighbor::BACKWARD, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}

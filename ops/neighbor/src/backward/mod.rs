@@ -1,0 +1,174 @@
+//! `neighbor_backward`: the gradients of the weighted neighbour sum, an op
+//! of its own with its own stage history.
+//!
+//! Inputs: the forward's `a` = x `[n, width]`, `b` = w `[edges]`, `rowptr`
+//! `[n + 1]` (u32) and `indices` `[edges]` (u32), under the same CSR
+//! checks ([`check_csr`]), and `dy` = dY `[n, width]`, the gradient of the
+//! forward's output. Outputs, in order: dX `[n, width]`, dw `[edges]`.
+//! With `row(e)` the row holding edge `e` (`rowptr[row(e)] <= e <
+//! rowptr[row(e) + 1]`):
+//!
+//! * `dX[s, c] = Σ_{e : indices[e] = s} w[e]·dY[row(e), c]`, the forward
+//!   transposed: a sum over the edges of which `s` is the source (its
+//!   out-edges, in the forward's terms, where a row's edges are its
+//!   in-edges; its row of the transpose). A node that is no edge's source
+//!   gets zeros;
+//! * `dw[e] = Σ_c dY[row(e), c]·x[indices[e], c]`, a dot product per edge.
+//!
+//! Both are the same bits on every run: no floating-point atomics, each
+//! node's out-edges summed in increasing edge order, each dot product in
+//! column order.
+//!
+//! | stage | what changed |
+//! |---|---|
+//! | [`mage_001`] | the transpose built on the GPU with integer atomics (counts), a scan and ranks by edge number; a thread per dX element over its node's out-edges in order, a thread per edge for dw |
+//!
+//! # Generators
+//!
+//! The forward's `uniform` and `power-law` graphs, x and w as there, and
+//! dY normal(0, 0.25) from a stream of its own. Both draw sources
+//! uniformly, so the out-degrees (the lengths of dX's sums) are about
+//! `edges / n` on either; `power-law` makes some rows heavy: their rows
+//! of dY are read by many of dw's dot products.
+//!
+//! # Tolerance
+//!
+//! `|out − ref| ≤ T·2^-126 + γ_(T+2)·m`, `m` each element's sum of the
+//! sizes of its terms (dX: `Σ_e |w[e]|·|dY[row(e), c]|`, dw: `Σ_c |dY[row(e),
+//! c]|·|x[indices[e], c]|`), computed beside the reference, and `T` the
+//! longest sum either output is: the largest out-degree or `width`,
+//! whichever is larger ([`largest_sum`]). The bound grows with the
+//! length, so the longer of the two holds for both outputs. Every element is one FP32 chain
+//! of at most `T` products, so [`sum_of_products`] holds for any data (it
+//! says why); it reads the data, so an output of zeros fails wherever the
+//! gradient is not zero.
+//!
+//! [`check_csr`]: crate::graph::check_csr
+//! [`sum_of_products`]: mage_common::numeric::sum_of_products
+
+pub mod mage_001;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use super::*;
+    use crate::graph::{POWER_LAW_SKEW, check_csr, generate_with_skew};
+    use mage_common::fixtures::normal_input;
+    use mage_common::numeric::{Reference, Tolerance, sum_of_products};
+    use mage_common::op::Extent::{Dim, DimPlus1};
+    use mage_common::op::{Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
+
+    /// The f64 reference of dX and dw, concatenated in output order, with
+    /// each element's magnitude: the sum of its terms' sizes.
+    pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
+        let (n, width) = (dims[0] as usize, dims[1] as usize);
+        let (x, w, rowptr, indices, dy) =
+            (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_u32(), inputs[3].as_u32(), inputs[4].as_f32());
+        let (mut dx, mut dx_mag) = (vec![0f64; n * width], vec![0f64; n * width]);
+        let (mut dw, mut dw_mag) = (vec![0f64; indices.len()], vec![0f64; indices.len()]);
+        for r in 0..n {
+            let g = &dy[r * width..][..width];
+            for e in rowptr[r] as usize..rowptr[r + 1] as usize {
+                let s = indices[e] as usize;
+                let (src, wv) = (&x[s * width..][..width], w[e] as f64);
+                for c in 0..width {
+                    let t = wv * g[c] as f64;
+                    dx[s * width + c] += t;
+                    dx_mag[s * width + c] += t.abs();
+                    let p = g[c] as f64 * src[c] as f64;
+                    dw[e] += p;
+                    dw_mag[e] += p.abs();
+                }
+            }
+        }
+        let mut values = dx;
+        values.extend(dw);
+        let mut magnitudes = dx_mag;
+        magnitudes.extend(dw_mag);
+        Reference { values, magnitudes }
+    }
+
+    /// The most edges any node is the source of (`indices[e] = s`): the
+    /// longest sum in dX.
+    pub fn largest_out_degree(dims: &[u32], inputs: &[HostBuf]) -> u64 {
+        let mut deg = vec![0u64; dims[0] as usize];
+        for &s in inputs[3].as_u32() {
+            deg[s as usize] += 1;
+        }
+        deg.into_iter().max().unwrap_or(0)
+    }
+
+    /// The longest sum of products any output element is: the largest
+    /// out-degree (dX) or `width` (dw).
+    pub fn largest_sum(dims: &[u32], inputs: &[HostBuf]) -> u64 {
+        largest_out_degree(dims, inputs).max(dims[1] as u64)
+    }
+
+    /// See the module doc.
+    pub fn tolerance(dims: &[u32], inputs: &[HostBuf]) -> Tolerance {
+        sum_of_products(largest_sum(dims, inputs))
+    }
+
+    /// The forward's inputs for this graph, and dY.
+    fn generate(dims: &[u32], seed: u64, skew: u32) -> Vec<HostBuf> {
+        let mut inputs = generate_with_skew(dims, seed, skew);
+        inputs.push(HostBuf::F32(normal_input(seed, 4, dims[0] as usize * dims[1] as usize)));
+        inputs
+    }
+
+    pub static GENERATORS: [Generator; 2] = [
+        Generator {
+            name: "uniform",
+            summary: "the forward's uniform graph, x and w normal(0, 0.25), dY normal(0, 0.25)",
+            generate: |d, seed| generate(d, seed, 0),
+        },
+        Generator {
+            name: "power-law",
+            summary: "the forward's power-law graph, x and w normal(0, 0.25), dY normal(0, 0.25)",
+            generate: |d, seed| generate(d, seed, POWER_LAW_SKEW),
+        },
+    ];
+
+    /// The registry: every stage, oldest first.
+    pub static STAGES: [&Stage; 1] = [&mage_001::STAGE];
+
+    pub static BACKWARD: Op = Op {
+        name: "neighbor_backward",
+        package: "mage-neighbor",
+        dim_names: &["n", "width", "edges"],
+        min_dims: &[1, 1, 0],
+        default_dims: &[4096, 64, 65536],
+        sweep: &[
+            Workload::with(&[4096, 64, 65536], "uniform"),
+            Workload::with(&[4096, 64, 65536], "power-law"),
+            Workload::with(&[65536, 64, 1048576], "uniform"),
+            Workload::with(&[65536, 64, 1048576], "power-law"),
+            Workload::with(&[7, 9, 23], "uniform"),
+        ],
+        inputs: &[
+            Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
+            Input { file: "b", role: "w", elem: Elem::F32, shape: &[Dim(2)] },
+            Input { file: "rowptr", role: "rowptr", elem: Elem::U32, shape: &[DimPlus1(0)] },
+            Input { file: "indices", role: "indices", elem: Elem::U32, shape: &[Dim(2)] },
+            Input { file: "dy", role: "dY", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
+        ],
+        outputs: &[Output { file: "dx", role: "dX", shape: &[Dim(0), Dim(1)] }, Output { file: "dw", role: "dw", shape: &[Dim(2)] }],
+        constants: &[],
+        check_inputs: check_csr,
+        check_range: |_, _| Ok(()),
+        content_reads: &[2, 3],
+        generators: &GENERATORS,
+        reference,
+        tolerance,
+        cost: |d| {
+            let (n, w, e) = (d[0] as u64, d[1] as u64, d[2] as u64);
+            // x and dY read, dX written; w and indices read, dw written; rowptr.
+            (4 * (3 * n * w + 3 * e + n + 1), 4 * e * w)
+        },
+        stages: &STAGES,
+        outside_contract: &[],
+        current: Dispatcher { summary: "mage-001 always", reads: &[], choose: |_, _| &mage_001::STAGE },
+    };
+}
