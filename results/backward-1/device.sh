@@ -13,8 +13,8 @@ OPS=${OPS:-layernorm_backward gelu_backward triangle_backward}
 # Every backward stage at its default dims, with the three instruments.
 { for op in $OPS; do for s in $(python3 -c "import mage,sys; print(' '.join(s['name'] for s in mage.op_info(sys.argv[1])['stages']))" $op) current; do ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1
 # PyTorch's backward (eager, torch.compile) beside every stage, default and sweep shapes, checked against float64 autograd.
-./mage compare $OPS --sweep --mode hot --namespace backward-1 > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
-f=$(find "$B" "$R" -name comparison.json -path '*backward-1*' 2>/dev/null | head -1)
+./mage compare $OPS --sweep --mode hot --namespace ${NS:-backward-1} > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
+f=$(find "$B" "$R" -name comparison.json -path "*${NS:-backward-1}*" 2>/dev/null | head -1)
 [ -n "$f" ] && cp "$f" "$O/comparison.json" && cp "$(dirname "$f")/comparison.md" "$O/comparison.md" 2>/dev/null
 # compute-sanitizer, all four tools, every backward stage.
 { for op in $OPS; do ./mage sanitize $op; echo "exit $?"; done; } > "$O/sanitize.txt" 2>&1
