@@ -6,3 +6,11 @@ fn golden_cases() {
     let n = mage_common::fixtures::check_golden_cases(&mage_gelu::OP).unwrap_or_else(|e| panic!("{e}"));
     assert!(n >= 2 * 2, "only {n} (case, stage) pairs ran");
 }
+
+/// The same for `gelu_backward`: numpy's gradients from the chain rule
+/// (`fixtures/golden/gelu_backward.py`), on every gradient stage.
+#[test]
+fn backward_golden_cases() {
+    let n = mage_common::fixtures::check_golden_cases(&mage_gelu::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n >= 2 * 2, "only {n} (case, stage) pairs ran");
+}
