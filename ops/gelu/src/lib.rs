@@ -95,19 +95,25 @@ mod host {
     /// The registry: every stage, oldest first.
     pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
+    /// The op's default dims, and its gradient's ([`BACKWARD`]).
+    pub const DEFAULT_DIMS: &[u32] = &[4096, 768];
+
+    /// The shapes `sweep` and `compare --sweep` measure, the gradient's too.
+    pub const SWEEP: &[Workload] = &[
+        Workload::new(&[4096, 768]),
+        Workload::new(&[8192, 768]),
+        Workload::new(&[4096, 3072]),
+        Workload::new(&[16384, 4096]),
+        Workload::new(&[1000, 1001]),
+    ];
+
     pub static OP: Op = Op {
         name: "gelu",
         package: "mage-gelu",
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
-        default_dims: &[4096, 768],
-        sweep: &[
-            Workload::new(&[4096, 768]),
-            Workload::new(&[8192, 768]),
-            Workload::new(&[4096, 3072]),
-            Workload::new(&[16384, 4096]),
-            Workload::new(&[1000, 1001]),
-        ],
+        default_dims: DEFAULT_DIMS,
+        sweep: SWEEP,
         inputs: &[
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "bias", elem: Elem::F32, shape: &[Dim(1)] },

@@ -150,19 +150,25 @@ mod host {
         &mage_010::STAGE,
     ];
 
+    /// The op's default dims, and its gradient's ([`BACKWARD`]).
+    pub const DEFAULT_DIMS: &[u32] = &[4096, 768];
+
+    /// The shapes `sweep` and `compare --sweep` measure, the gradient's too.
+    pub const SWEEP: &[Workload] = &[
+        Workload::new(&[4096, 768]),
+        Workload::new(&[8192, 768]),
+        Workload::new(&[1024, 2048]),
+        Workload::new(&[4096, 4096]),
+        Workload::new(&[16384, 4096]),
+    ];
+
     pub static OP: Op = Op {
         name: "layernorm",
         package: "mage-layernorm",
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
-        default_dims: &[4096, 768],
-        sweep: &[
-            Workload::new(&[4096, 768]),
-            Workload::new(&[8192, 768]),
-            Workload::new(&[1024, 2048]),
-            Workload::new(&[4096, 4096]),
-            Workload::new(&[16384, 4096]),
-        ],
+        default_dims: DEFAULT_DIMS,
+        sweep: SWEEP,
         inputs: &[
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },

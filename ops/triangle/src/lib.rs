@@ -116,21 +116,27 @@ mod host {
     /// integers like every stage, but not bit for bit the others.
     pub static OTHER_ORDER: [&Stage; 1] = [&mage_005::STAGE];
 
+    /// The op's default dims, and its gradient's ([`BACKWARD`]).
+    pub const DEFAULT_DIMS: &[u32] = &[128, 32];
+
+    /// The shapes `sweep` and `compare --sweep` measure, the gradient's too.
+    pub const SWEEP: &[Workload] = &[
+        Workload::new(&[64, 8]),
+        Workload::new(&[128, 32]),
+        Workload::new(&[256, 32]),
+        Workload::new(&[128, 64]),
+        Workload::new(&[256, 64]),
+        Workload::new(&[512, 32]),
+        Workload::new(&[7, 5]),
+    ];
+
     pub static OP: Op = Op {
         name: "triangle",
         package: "mage-triangle",
         dim_names: &["n", "c"],
         min_dims: &[1, 1],
-        default_dims: &[128, 32],
-        sweep: &[
-            Workload::new(&[64, 8]),
-            Workload::new(&[128, 32]),
-            Workload::new(&[256, 32]),
-            Workload::new(&[128, 64]),
-            Workload::new(&[256, 64]),
-            Workload::new(&[512, 32]),
-            Workload::new(&[7, 5]),
-        ],
+        default_dims: DEFAULT_DIMS,
+        sweep: SWEEP,
         inputs: &[
             Input { file: "a", role: "A", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
             Input { file: "b", role: "B", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },

@@ -29,7 +29,7 @@ mod host {
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{FLUSHED, Reference, Tolerance, U, gamma};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
+    use mage_common::op::{DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage};
 
     /// The per-magnitude allowance of every output (see [`tolerance`]).
     pub const OF_MAGNITUDE: f64 = 1e-4;
@@ -113,14 +113,8 @@ mod host {
         package: "mage-layernorm",
         dim_names: &["rows", "width"],
         min_dims: &[1, 1],
-        default_dims: &[4096, 768],
-        sweep: &[
-            Workload::new(&[4096, 768]),
-            Workload::new(&[8192, 768]),
-            Workload::new(&[1024, 2048]),
-            Workload::new(&[4096, 4096]),
-            Workload::new(&[16384, 4096]),
-        ],
+        default_dims: crate::DEFAULT_DIMS,
+        sweep: crate::SWEEP,
         inputs: &[
             Input { file: "a", role: "x", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
             Input { file: "b", role: "gamma", elem: Elem::F32, shape: &[Dim(1)] },

@@ -26,7 +26,7 @@ mod host {
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{Reference, Tolerance, sum_of_products};
     use mage_common::op::Extent::Dim;
-    use mage_common::op::{DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
+    use mage_common::op::{DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage};
 
     /// The f64 reference of the two gradients, concatenated in output order
     /// (dA, then dB), with each element's magnitude: `Σ_j |dO[i, j, c]|·|B[j,
@@ -88,16 +88,8 @@ mod host {
         dim_names: &["n", "c"],
         min_dims: &[1, 1],
         // The forward's.
-        default_dims: &[128, 32],
-        sweep: &[
-            Workload::new(&[64, 8]),
-            Workload::new(&[128, 32]),
-            Workload::new(&[256, 32]),
-            Workload::new(&[128, 64]),
-            Workload::new(&[256, 64]),
-            Workload::new(&[512, 32]),
-            Workload::new(&[7, 5]),
-        ],
+        default_dims: crate::DEFAULT_DIMS,
+        sweep: crate::SWEEP,
         inputs: &[
             Input { file: "a", role: "A", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
             Input { file: "b", role: "B", elem: Elem::F32, shape: &[Dim(0), Dim(0), Dim(1)] },
