@@ -129,6 +129,12 @@ impl Reference {
     /// exact result or a partial sum may not be representable, so no FP32
     /// kernel can be held to a bound there. `what` names the inputs.
     pub fn check_fp32_range(&self, what: &str, shape: &[usize]) -> Result<(), String> {
+        self.check_fp32_range_with(what, |i| format!("{:?}", unravel(i, shape)))
+    }
+
+    /// [`Reference::check_fp32_range`] with each element named by
+    /// `locate` (an op of several outputs names the output and its index).
+    pub fn check_fp32_range_with(&self, what: &str, locate: impl Fn(usize) -> String) -> Result<(), String> {
         let limit = f32::MAX as f64;
         let over = self.values.iter().map(|v| v.abs()).chain(self.magnitudes.iter().copied()).position(|m| m > limit);
         match over {
@@ -136,8 +142,8 @@ impl Reference {
             Some(j) => {
                 let i = j % self.values.len().max(1);
                 Err(format!(
-                    "{what}: output {:?} sums terms of magnitude {:.3e}, beyond FP32's range ({limit:.3e}); scale the inputs down",
-                    unravel(i, shape),
+                    "{what}: output {} sums terms of magnitude {:.3e}, beyond FP32's range ({limit:.3e}); scale the inputs down",
+                    locate(i),
                     self.magnitude(i).max(self.values[i].abs())
                 ))
             }
@@ -417,5 +423,7 @@ mod tests {
         let e = r.check_fp32_range("case c", &[2]).unwrap_err();
         assert!(e.contains("output [1]") && e.contains("beyond FP32's range"), "{e}");
         assert!(Reference { values: vec![1.0], magnitudes: vec![3e38] }.check_fp32_range("c", &[1]).is_ok());
+        let named = r.check_fp32_range_with("case c", |i| format!("dbeta [{i}]")).unwrap_err();
+        assert!(named.contains("output dbeta [1] "), "{named}");
     }
 }

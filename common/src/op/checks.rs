@@ -80,6 +80,6 @@ impl Op {
     /// blames the input's range, not a stage.
     pub fn check_range(&self, dims: &[u32], inputs: &[HostBuf], reference: &Reference) -> Result<(), String> {
         (self.check_range)(dims, inputs)?;
-        reference.check_fp32_range("the inputs are out of FP32's range", &self.output_shape(dims))
+        reference.check_fp32_range_with("the inputs are out of FP32's range", |i| self.locate_output(dims, i))
     }
 }

@@ -90,3 +90,16 @@ fn a_row_past_fp32_is_refused_as_the_inputs_range() {
          beyond 8.507e37; scale the input down"
     );
 }
+
+/// A gradient whose column sums pass FP32's range is refused as the
+/// inputs' range, naming the output and the element (not a flat index).
+#[test]
+fn gradients_past_fp32_name_their_output() {
+    let op = &mage_layernorm::BACKWARD;
+    let dims = [64, 3];
+    let mut inputs = (op.generators[0].generate)(&dims, 7);
+    inputs[2] = HostBuf::F32(vec![1e37; 64 * 3]);
+    let reference = (op.reference)(&dims, &inputs);
+    let e = op.check_range(&dims, &inputs, &reference).unwrap_err();
+    assert!(e.contains("output dgamma [") || e.contains("output dbeta ["), "{e}");
+}
