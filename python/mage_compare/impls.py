@@ -157,6 +157,10 @@ def gelu_eager(x, bias):
     return F.gelu(x + bias, approximate="tanh")
 
 
+def gelu_erf_eager(x, bias):
+    return F.gelu(x + bias)
+
+
 def triangle_eager(a, b):
     return torch.einsum("ikc,jkc->ijc", a, b).contiguous()
 
@@ -254,7 +258,7 @@ def build_grad(op: str, views: dict, numel: int, device, name: str, tag: str = "
 
 #: The eager function of each op and the inputs it takes, by the registry's role names.
 EAGER = {"matmul": (matmul_eager, ("a", "b")), "layernorm": (layernorm_eager, ("x", "gamma", "beta")),
-         "gelu": (gelu_eager, ("x", "bias")), "triangle": (triangle_eager, ("A", "B")),
+         "gelu": (gelu_eager, ("x", "bias")), "gelu_erf": (gelu_erf_eager, ("x", "bias")), "triangle": (triangle_eager, ("A", "B")),
          "neighbor": (neighbor_eager, ("x", "w", "dst64", "indices64"))}
 
 #: Constants of the op's definition the eager function takes after its inputs.

@@ -19,6 +19,7 @@ BUILTIN_IMPLS: dict[str, tuple[tuple[str, str], ...]] = {
                ("triton_tf32x3", "triton"), ("torch_tf32", "torch")),
     "layernorm": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "gelu": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
+    "gelu_erf": (("torch", "torch"), ("torch_compile", "torch_compile")),
     "triangle": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "neighbor": (("torch", "torch"), ("torch_compile", "torch_compile"), ("cusparse", "cusparse"), ("triton", "triton")),
     # The gradient ops: PyTorch's backward kernels through torch.autograd.grad, eager and compiled.

@@ -94,6 +94,9 @@ def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
         z = f(v["x"]) + f(v["bias"])
         c, cubic = constant(op, "sqrt_2_over_pi"), constant(op, "cubic")
         return 0.5 * z * (1.0 + torch.tanh(c * (z + cubic * z * z * z)))
+    if op == "gelu_erf":
+        z = f(v["x"]) + f(v["bias"])
+        return 0.5 * z * torch.erfc(-z * 0.5**0.5)
     if op == "triangle":
         return torch.einsum("ikc,jkc->ijc", f(v["A"]), f(v["B"]))
     if op == "neighbor":
@@ -126,6 +129,10 @@ def torch_magnitude(op: str, dims: list[int], v: dict) -> torch.Tensor | None:
         return f(v["gamma"]).abs() * (1.0 + xhat.abs()) + f(v["beta"]).abs()
     if op == "gelu":
         return (f(v["x"]) + f(v["bias"])).abs()
+    if op == "gelu_erf":
+        z = f(v["x"]) + f(v["bias"])
+        y = 0.5 * z * torch.erfc(-z * 0.5**0.5)
+        return y.abs() + z * z * torch.exp(-0.5 * z * z) / (2.0 * math.pi) ** 0.5
     return None
 
 

@@ -12,6 +12,7 @@ pub fn all() -> Vec<&'static Op> {
     vec![
         &mage_matmul::OP,
         &mage_gelu::OP,
+        &mage_gelu::ERF,
         &mage_layernorm::OP,
         &mage_triangle::OP,
         &mage_neighbor::OP,

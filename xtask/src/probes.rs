@@ -132,7 +132,7 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
     match op.name {
         "layernorm" => normal(&[&[33, 768], &[7, 1000], &[5, 4096], &[3, 257], &[9, 128]]),
         "matmul" => normal(&[&[17, 19, 23], &[1, 1, 1], &[130, 70, 200], &[256, 256, 256], &[100, 64, 96]]),
-        "gelu" => normal(&[&[3, 257], &[64, 768], &[7, 1001]]),
+        "gelu" | "gelu_erf" => normal(&[&[3, 257], &[64, 768], &[7, 1001]]),
         "triangle" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
         "layernorm_backward" => normal(&[&[33, 768], &[7, 1000], &[3, 257], &[300, 64]]),
         "triangle_backward" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),

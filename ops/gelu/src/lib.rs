@@ -11,6 +11,7 @@
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //! | [`backward`] | `gelu_backward`, the gradients dx and dbias: an op of its own with its own stages |
+//! | [`erf`] | `gelu_erf`, bias + the exact GELU (erf form, PyTorch's default): an op of its own with its own stages |
 //!
 //! # Why not `tanh.approx`
 //!
@@ -27,6 +28,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod backward;
+pub mod erf;
 pub mod mage_001;
 pub mod mage_002;
 
@@ -45,6 +47,8 @@ pub const A1: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) a
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use backward::BACKWARD;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use erf::ERF;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
@@ -87,7 +91,7 @@ mod host {
         Tolerance { abs: FLUSHED, rel: 1e-4, of_magnitude: 2e-5 }
     }
 
-    fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
+    pub(crate) fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
         let (rows, width) = (dims[0] as usize, dims[1] as usize);
         vec![HostBuf::F32(normal_input(seed, 0, rows * width)), HostBuf::F32(normal_input(seed, 1, width))]
     }

@@ -14,6 +14,15 @@ fn ptxas_resource_requests() {
     insta::assert_yaml_snapshot!(requests);
 }
 
+/// The same for `gelu_erf`'s stages.
+#[test]
+fn erf_ptxas_resource_requests() {
+    let requests = mage_toolchain::resource_requests(&mage_gelu::ERF).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_gelu::ERF, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}
+
 /// The same for `gelu_backward`'s stages.
 #[test]
 fn backward_ptxas_resource_requests() {
