@@ -2,15 +2,19 @@
 //! channel through shared memory), its tile shapes and its kernel entries.
 //!
 //! [`ChannelTiles`] is the shape of a block (outputs, register tile, `k`
-//! chunk, ring depth, warp channels, split of `k`); [`channel_tiles`] is the
-//! kernel body, generic over that shape; [`TILES_32X16`], [`TILES_64X32`]
+//! chunk, ring depth, warp channels, split of `k`); [`contract`] is the
+//! kernel body, generic over that shape, of `O[i, j, ch] = Σ_k P[i, k,
+//! ch]·Q[j, k, ch]` for two [`Operand`]s, each read with its row as its
+//! first index (the forward's A and B) or as its second; [`channel_tiles`]
+//! is the forward's contraction `A·Bᵀ`. [`TILES_32X16`], [`TILES_64X32`]
 //! and [`TILES_32X16_SPLIT`] are the shapes the stages launch, each one
 //! `kernel!` entry (`triangle_tiles_32x16`, `triangle_tiles_64x32`,
 //! `triangle_tiles_32x16_split`); [`channel_tiles_launch`] is the launch
 //! of an entry over `[n, c]`. Frozen history: the entries' ptxas resources
 //! are pinned by `tests/resources.rs` and their bits by `tests/stages.rs`
-//! (every entry against mage-001), so a new stage that changes the body
-//! takes a module of its own.
+//! (every entry against mage-001), and they compile to the PTX they had
+//! before the body took two operand forms; a new stage that changes the
+//! body takes a module of its own.
 
 use mage_common::device::*;
 
@@ -156,13 +160,49 @@ fn smem_quads<const N: usize>(at: u32, step: u32) -> [f32; N] {
     v
 }
 
-/// One slab of a chunk: `ROWS` rows of A (or B) from `row0`, `TK` values of
-/// `k` from `k0`, channels `ch0..ch0 + GROUP`, to the shared layout
+/// One operand of a channel-tiled contraction `O[row_p, row_q, ch] = Σ_k
+/// P[row_p, k, ch]·Q[row_q, k, ch]`: an `[n, n, c]` tensor `x`, its first
+/// index the row (`cols` false: the forward's A and B) or the contracted
+/// `k` (`cols` true: `dA = Σ_j dO[i, j]·B[j, k]` takes B's `k` for its row
+/// and contracts over B's first index `j`).
+#[derive(Clone, Copy)]
+pub struct Operand {
+    pub x: *const f32,
+    pub cols: bool,
+}
+
+impl Operand {
+    /// `X[row, k, ch]`.
+    #[inline(always)]
+    pub fn rows(x: *const f32) -> Operand {
+        Operand { x, cols: false }
+    }
+    /// `X[k, row, ch]`.
+    #[inline(always)]
+    pub fn cols(x: *const f32) -> Operand {
+        Operand { x, cols: true }
+    }
+    /// The element of (`row`, `k`, `ch`) (each inside `[n, n, c]`). The
+    /// rows form is written as it was before operands had two forms, so
+    /// that the forward's entries compile to the PTX they had.
+    #[inline(always)]
+    fn at(&self, row: u32, k: u32, ch: u32, n: u32, c: u32) -> u32 {
+        if self.cols { k * n * c + row * c + ch } else { row * n * c + ch + k * c }
+    }
+    /// Elements between `k` and `k + 1` of one row.
+    #[inline(always)]
+    fn k_stride(&self, n: u32, c: u32) -> u32 {
+        if self.cols { n * c } else { c }
+    }
+}
+
+/// One slab of a chunk: `ROWS` rows of an operand from `row0`, `TK` values
+/// of `k` from `k0`, channels `ch0..ch0 + GROUP`, to the shared layout
 /// `[kk][ch][row]` (row stride `stride` floats) at byte `dst`. `passes`:
 /// the block's threads over `GROUP`, the (row, kk) pairs one pass of the
 /// block copies. (Constants after inlining.)
 struct Slab {
-    x: *const f32,
+    x: Operand,
     dst: u32,
     stride: u32,
     row0: u32,
@@ -198,12 +238,13 @@ unsafe fn issue_slab<const TK: usize, const FULL: bool>(slab: &Slab, k0: u32, ch
         let bytes = if row < n && chg < c { 4 } else { 0 };
         // This row's first element of the chunk: copy `v` reads `v·kk_step·c`
         // elements on, an offset from one pointer (one `IMAD.WIDE` a copy).
-        let first = slab.x.wrapping_add((row.min(n - 1) * n * c + chg.min(c - 1) + (k0 + kk_first).min(n - 1) * c) as usize);
+        let x = slab.x;
+        let first = x.x.wrapping_add(x.at(row.min(n - 1), (k0 + kk_first).min(n - 1), chg.min(c - 1), n, c) as usize);
         for v in 0..TK as u32 / kk_step {
             let kk = kk_first + kk_step * v;
             let dst = slab.dst + ((kk * GROUP + ch) * slab.stride + r) * 4;
             if FULL || k0 + kk < n {
-                unsafe { cp_async_ca_4_zfill(dst, first, v * kk_step * c, bytes) };
+                unsafe { cp_async_ca_4_zfill(dst, first, v * kk_step * x.k_stride(n, c), bytes) };
             } else {
                 unsafe { cp_async_ca_4_zfill(dst, first, 0, 0) };
             }
@@ -265,6 +306,40 @@ pub unsafe fn channel_tiles<
     n: u32,
     c: u32,
 ) {
+    unsafe { contract::<TI, TJ, RI, RJ, TK, DEPTH, WARP_CHANNEL, SPLIT>(Operand::rows(a), Operand::rows(b), o, n, c, block_idx_x()) }
+}
+
+/// [`channel_tiles`] over any two operands: `O[i, j, ch] = Σ_k P[i, k,
+/// ch]·Q[j, k, ch]` (`p` in the place of A, `q` of B, rows and `k` as each
+/// [`Operand`] says), for the block tile `block` of the grid that
+/// [`channel_tiles`] numbers (`(g · tiles_i + bi) · tiles_j + bj`), which
+/// need not be the launch's block index: a launch may hold several
+/// contractions, each its own range of blocks.
+///
+/// # Safety
+/// `p.x`, `q.x` and `o` must hold `[n, n, c]` tensors with `n, c ≥ 1`,
+/// `p` and `q` either layout of [`Operand`]; `block <
+/// ChannelTiles::blocks`; the launch must have `ChannelTiles::threads`
+/// threads and `ChannelTiles::shared_bytes` of shared memory (a 1-D grid),
+/// and no other block may write this tile of `o`.
+#[inline(always)]
+pub unsafe fn contract<
+    const TI: u32,
+    const TJ: u32,
+    const RI: usize,
+    const RJ: usize,
+    const TK: usize,
+    const DEPTH: u32,
+    const WARP_CHANNEL: bool,
+    const SPLIT: u32,
+>(
+    p: Operand,
+    q: Operand,
+    o: *mut f32,
+    n: u32,
+    c: u32,
+    block: u32,
+) {
     let shape = const {
         let s = ChannelTiles {
             ti: TI,
@@ -280,11 +355,11 @@ pub unsafe fn channel_tiles<
         s
     };
     let passes = shape.threads() / GROUP;
-    let place = unsafe { Place::of(shape, n, c) };
+    let place = unsafe { Place::of(shape, n, c, block) };
     let issue = |chunk: u32| {
         let buf = chunk % DEPTH * shape.buffer_bytes();
-        let sa = Slab { x: a, dst: buf, stride: shape.stride_a(), row0: place.i0, rows: TI, passes };
-        let sb = Slab { x: b, dst: buf + shape.a_bytes(), stride: shape.stride_b(), row0: place.j0, rows: TJ, passes };
+        let sa = Slab { x: p, dst: buf, stride: shape.stride_a(), row0: place.i0, rows: TI, passes };
+        let sb = Slab { x: q, dst: buf + shape.a_bytes(), stride: shape.stride_b(), row0: place.j0, rows: TJ, passes };
         let k0 = chunk * TK as u32;
         unsafe {
             if k0 + TK as u32 <= n {
@@ -361,14 +436,13 @@ impl Place {
     /// # Safety
     /// `n, c ≥ 1`.
     #[inline(always)]
-    unsafe fn of(shape: ChannelTiles, n: u32, c: u32) -> Place {
+    unsafe fn of(shape: ChannelTiles, n: u32, c: u32, block: u32) -> Place {
         let t = thread_idx_x();
         let (group, ch, p) = Self::thread(shape, t);
         let cols = shape.tj / shape.rj;
         let (tiles_i, tiles_j) = (n.div_ceil(shape.ti), n.div_ceil(shape.tj));
         // SAFETY: n, c ≥ 1 (the launch's contract): drops the division-by-zero checks.
         unsafe { core::hint::assert_unchecked(n > 0 && c > 0 && tiles_j > 0 && tiles_i * tiles_j > 0) };
-        let block = block_idx_x();
         let (g, ij) = (block / (tiles_i * tiles_j), block % (tiles_i * tiles_j));
         let (ri0, rj0, step_i, step_j) = if shape.warp_channel {
             (4 * (p / cols), 4 * (p % cols), shape.ti / (shape.ri / 4), shape.tj / (shape.rj / 4))
