@@ -1,20 +1,27 @@
 //! The channel tiles: the kernel body of mage-004 and mage-005 (a GEMM per
-//! channel through shared memory), its tile shapes and its kernel entries.
+//! channel through shared memory) and of triangle_backward mage-002 (the
+//! two gradients, each such a GEMM), its tile shapes and its kernel
+//! entries.
 //!
 //! [`ChannelTiles`] is the shape of a block (outputs, register tile, `k`
 //! chunk, ring depth, warp channels, split of `k`); [`contract`] is the
 //! kernel body, generic over that shape, of `O[i, j, ch] = Σ_k P[i, k,
 //! ch]·Q[j, k, ch]` for two [`Operand`]s, each read with its row as its
-//! first index (the forward's A and B) or as its second; [`channel_tiles`]
-//! is the forward's contraction `A·Bᵀ`. [`TILES_32X16`], [`TILES_64X32`]
-//! and [`TILES_32X16_SPLIT`] are the shapes the stages launch, each one
-//! `kernel!` entry (`triangle_tiles_32x16`, `triangle_tiles_64x32`,
-//! `triangle_tiles_32x16_split`); [`channel_tiles_launch`] is the launch
-//! of an entry over `[n, c]`. Frozen history: the entries' ptxas resources
+//! first index (the forward's A and B) or as its second (the gradients'
+//! B, A and, for dB, dO); [`channel_tiles`] is the forward's contraction
+//! `A·Bᵀ` and [`gradient_tiles`] the gradients' `dO·B` and `dOᵀ·A` in one
+//! grid. [`TILES_32X16`], [`TILES_64X32`] and [`TILES_32X16_SPLIT`] are
+//! the shapes the stages launch, each one `kernel!` entry of the forward
+//! (`triangle_tiles_32x16`, `triangle_tiles_64x32`,
+//! `triangle_tiles_32x16_split`) and, the first two, one of the gradients
+//! (`triangle_backward_tiles_32x16`, `triangle_backward_tiles_64x32`);
+//! [`channel_tiles_launch`] and [`gradient_tiles_launch`] are their
+//! launches over `[n, c]`. Frozen history: the entries' ptxas resources
 //! are pinned by `tests/resources.rs` and their bits by `tests/stages.rs`
-//! (every entry against mage-001), and they compile to the PTX they had
-//! before the body took two operand forms; a new stage that changes the
-//! body takes a module of its own.
+//! and `tests/backward.rs` (every entry against the op's mage-001), and the
+//! forward's entries compile to the PTX they had before the body took two
+//! operand forms; a new stage that changes the body takes a module of its
+//! own.
 
 use mage_common::device::*;
 
@@ -640,6 +647,84 @@ channel_tiles_entry!(
     triangle_tiles_32x16_split,
     TILES_32X16_SPLIT
 );
+
+/// The two gradients of the triangle multiplication in one grid, each a
+/// [`contract`] of the tile `S`:
+///
+/// * `dA[i, k, ch] = Σ_j dO[i, j, ch]·B[j, k, ch]`: `P = dO` by rows, `Q
+///   = B` by columns (row `k`, contracted `j`);
+/// * `dB[j, k, ch] = Σ_i dO[i, j, ch]·A[i, k, ch]`: `P = dO` by columns
+///   (row `j`, contracted `i`), `Q = A` by columns (row `k`).
+///
+/// Block `b` of the `2·S.blocks(n, c)` is tile `ij` of channel group `g`
+/// of dA (`w` = 0) or dB (`w` = 1), `b = (2g + w)·tiles + ij`: both
+/// gradients of one channel group run side by side, reading one group of
+/// dO. Each element sums its `n` terms in order (`j` or `i` = 0, 1, ...,
+/// one `fma` each), as triangle_backward mage-001 does.
+///
+/// # Safety
+/// `a`, `b`, `d`, `da` and `db` must hold `[n, n, c]` tensors, `n, c ≥
+/// 1`, `da` and `db` apart; the launch as [`gradient_tiles_launch`] makes it.
+#[inline(always)]
+pub unsafe fn gradient_tiles<const S_TI: u32, const S_TJ: u32, const RI: usize, const RJ: usize, const TK: usize, const DEPTH: u32>(
+    a: *const f32,
+    b: *const f32,
+    d: *const f32,
+    da: *mut f32,
+    db: *mut f32,
+    n: u32,
+    c: u32,
+) {
+    let tiles = n.div_ceil(S_TI) * n.div_ceil(S_TJ);
+    // SAFETY: n ≥ 1 (the launch's contract): drops the division-by-zero checks.
+    unsafe { core::hint::assert_unchecked(tiles > 0) };
+    let block = block_idx_x();
+    let (g, r) = (block / (2 * tiles), block % (2 * tiles));
+    let second = r >= tiles;
+    let ij = if second { r - tiles } else { r };
+    let (p, q, o) = if second { (Operand::cols(d), Operand::cols(a), db) } else { (Operand::rows(d), Operand::cols(b), da) };
+    unsafe { contract::<S_TI, S_TJ, RI, RJ, TK, DEPTH, false, 1>(p, q, o, n, c, g * tiles + ij) }
+}
+
+/// A kernel entry running [`gradient_tiles`] with the constant tile shape `$shape`.
+macro_rules! gradient_tiles_entry {
+    ($(#[$attr:meta])* $name:ident, $shape:expr) => {
+        mage_common::kernel! {
+            $(#[$attr])*
+            pub unsafe fn $name(a: *const f32, b: *const f32, d: *const f32, da: *mut f32, db: *mut f32, n: u32, c: u32) {
+                const S: ChannelTiles = $shape;
+                const { assert!(!S.warp_channel && S.split == 1) };
+                unsafe { gradient_tiles::<{ S.ti }, { S.tj }, { S.ri as usize }, { S.rj as usize }, { S.tk as usize }, { S.depth }>(a, b, d, da, db, n, c) }
+            }
+        }
+    };
+}
+
+gradient_tiles_entry!(
+    /// The gradients dA and dB in [`TILES_32X16`]: 256 threads, 4x4 outputs each; any `n`, `c`.
+    triangle_backward_tiles_32x16,
+    TILES_32X16
+);
+gradient_tiles_entry!(
+    /// The gradients dA and dB in [`TILES_64X32`]: 256 threads, 8x8 outputs each; any `n`, `c`.
+    triangle_backward_tiles_64x32,
+    TILES_64X32
+);
+
+/// The launch of a [`gradient_tiles`] `kernel` of tile `shape` over `[n,
+/// c]`: `2·shape.blocks(n, c)` blocks, inputs A, B, dO, outputs dA, dB.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn gradient_tiles_launch(kernel: &'static mage_common::Kernel, shape: ChannelTiles, d: &[u32]) -> mage_common::op::Plan {
+    use mage_common::op::Arg;
+    mage_common::op::Launch {
+        kernel,
+        grid: mage_common::kernel::Dim3::x(2 * shape.blocks(d[0], d[1])),
+        block: mage_common::kernel::Dim3::x(shape.threads()),
+        shared_bytes: shape.shared_bytes(),
+        args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::Output(1), Arg::U32(d[0]), Arg::U32(d[1])],
+    }
+    .into()
+}
 
 /// The launch of a channel-tiled `kernel` of tile `shape` over `[n, c]`.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -14,8 +14,11 @@
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | one output element per thread for each gradient (a kernel each), `j` or `i` in order: the same bits on every run |
+//! | [`mage_002`] | both gradients as forward mage-004's channel-tiled GEMMs in one launch (dO, B and A read by rows or by columns), 64x32 block tiles where the grid fills the SMs, else 32x16; mage-001's bits |
 
 pub mod mage_001;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod mage_002;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -80,7 +83,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 1] = [&mage_001::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "triangle_backward",
