@@ -226,11 +226,11 @@ fn each_gradient_is_forward_mage_001_on_transposed_inputs_bit_for_bit() {
 }
 
 #[test]
-fn current_runs_mage_001_at_every_shape() {
+fn current_runs_mage_002_at_every_shape() {
     for w in BACKWARD.sweep {
-        assert_eq!(BACKWARD.dispatch(w.dims, &[]).name, "mage-001");
+        assert_eq!(BACKWARD.dispatch(w.dims, &[]).name, "mage-002");
     }
-    assert_eq!(BACKWARD.dispatch(&[1, 1], &[]).name, "mage-001");
+    assert_eq!(BACKWARD.dispatch(&[1, 1], &[]).name, "mage-002");
 }
 
 /// mage-002 takes the 64x32 tile where the grid of both gradients has 128
