@@ -1,16 +1,27 @@
 //! The channel tiles: the kernel body of mage-004 and mage-005 (a GEMM per
-//! channel through shared memory), its tile shapes and its kernel entries.
+//! channel through shared memory) and of triangle_backward mage-002 (the
+//! two gradients, each such a GEMM), its tile shapes and its kernel
+//! entries.
 //!
 //! [`ChannelTiles`] is the shape of a block (outputs, register tile, `k`
-//! chunk, ring depth, warp channels, split of `k`); [`channel_tiles`] is the
-//! kernel body, generic over that shape; [`TILES_32X16`], [`TILES_64X32`]
-//! and [`TILES_32X16_SPLIT`] are the shapes the stages launch, each one
-//! `kernel!` entry (`triangle_tiles_32x16`, `triangle_tiles_64x32`,
-//! `triangle_tiles_32x16_split`); [`channel_tiles_launch`] is the launch
-//! of an entry over `[n, c]`. Frozen history: the entries' ptxas resources
+//! chunk, ring depth, warp channels, split of `k`); [`contract`] is the
+//! kernel body, generic over that shape, of `O[i, j, ch] = Σ_k P[i, k,
+//! ch]·Q[j, k, ch]` for two [`Operand`]s, each read with its row as its
+//! first index (the forward's A and B) or as its second (the gradients'
+//! B, A and, for dB, dO); [`channel_tiles`] is the forward's contraction
+//! `A·Bᵀ` and [`gradient_tiles`] the gradients' `dO·B` and `dOᵀ·A` in one
+//! grid. [`TILES_32X16`], [`TILES_64X32`] and [`TILES_32X16_SPLIT`] are
+//! the shapes the stages launch, each one `kernel!` entry of the forward
+//! (`triangle_tiles_32x16`, `triangle_tiles_64x32`,
+//! `triangle_tiles_32x16_split`) and, the first two, one of the gradients
+//! (`triangle_backward_tiles_32x16`, `triangle_backward_tiles_64x32`);
+//! [`channel_tiles_launch`] and [`gradient_tiles_launch`] are their
+//! launches over `[n, c]`. Frozen history: the entries' ptxas resources
 //! are pinned by `tests/resources.rs` and their bits by `tests/stages.rs`
-//! (every entry against mage-001), so a new stage that changes the body
-//! takes a module of its own.
+//! and `tests/backward.rs` (every entry against the op's mage-001), and the
+//! forward's entries compile to the PTX they had before the body took two
+//! operand forms; a new stage that changes the body takes a module of its
+//! own.
 
 use mage_common::device::*;
 
@@ -156,13 +167,49 @@ fn smem_quads<const N: usize>(at: u32, step: u32) -> [f32; N] {
     v
 }
 
-/// One slab of a chunk: `ROWS` rows of A (or B) from `row0`, `TK` values of
-/// `k` from `k0`, channels `ch0..ch0 + GROUP`, to the shared layout
+/// One operand of a channel-tiled contraction `O[row_p, row_q, ch] = Σ_k
+/// P[row_p, k, ch]·Q[row_q, k, ch]`: an `[n, n, c]` tensor `x`, its first
+/// index the row (`cols` false: the forward's A and B) or the contracted
+/// `k` (`cols` true: `dA = Σ_j dO[i, j]·B[j, k]` takes B's `k` for its row
+/// and contracts over B's first index `j`).
+#[derive(Clone, Copy)]
+pub struct Operand {
+    pub x: *const f32,
+    pub cols: bool,
+}
+
+impl Operand {
+    /// `X[row, k, ch]`.
+    #[inline(always)]
+    pub fn rows(x: *const f32) -> Operand {
+        Operand { x, cols: false }
+    }
+    /// `X[k, row, ch]`.
+    #[inline(always)]
+    pub fn cols(x: *const f32) -> Operand {
+        Operand { x, cols: true }
+    }
+    /// The element of (`row`, `k`, `ch`) (each inside `[n, n, c]`). The
+    /// rows form is written as it was before operands had two forms, so
+    /// that the forward's entries compile to the PTX they had.
+    #[inline(always)]
+    fn at(&self, row: u32, k: u32, ch: u32, n: u32, c: u32) -> u32 {
+        if self.cols { k * n * c + row * c + ch } else { row * n * c + ch + k * c }
+    }
+    /// Elements between `k` and `k + 1` of one row.
+    #[inline(always)]
+    fn k_stride(&self, n: u32, c: u32) -> u32 {
+        if self.cols { n * c } else { c }
+    }
+}
+
+/// One slab of a chunk: `ROWS` rows of an operand from `row0`, `TK` values
+/// of `k` from `k0`, channels `ch0..ch0 + GROUP`, to the shared layout
 /// `[kk][ch][row]` (row stride `stride` floats) at byte `dst`. `passes`:
 /// the block's threads over `GROUP`, the (row, kk) pairs one pass of the
 /// block copies. (Constants after inlining.)
 struct Slab {
-    x: *const f32,
+    x: Operand,
     dst: u32,
     stride: u32,
     row0: u32,
@@ -198,12 +245,13 @@ unsafe fn issue_slab<const TK: usize, const FULL: bool>(slab: &Slab, k0: u32, ch
         let bytes = if row < n && chg < c { 4 } else { 0 };
         // This row's first element of the chunk: copy `v` reads `v·kk_step·c`
         // elements on, an offset from one pointer (one `IMAD.WIDE` a copy).
-        let first = slab.x.wrapping_add((row.min(n - 1) * n * c + chg.min(c - 1) + (k0 + kk_first).min(n - 1) * c) as usize);
+        let x = slab.x;
+        let first = x.x.wrapping_add(x.at(row.min(n - 1), (k0 + kk_first).min(n - 1), chg.min(c - 1), n, c) as usize);
         for v in 0..TK as u32 / kk_step {
             let kk = kk_first + kk_step * v;
             let dst = slab.dst + ((kk * GROUP + ch) * slab.stride + r) * 4;
             if FULL || k0 + kk < n {
-                unsafe { cp_async_ca_4_zfill(dst, first, v * kk_step * c, bytes) };
+                unsafe { cp_async_ca_4_zfill(dst, first, v * kk_step * x.k_stride(n, c), bytes) };
             } else {
                 unsafe { cp_async_ca_4_zfill(dst, first, 0, 0) };
             }
@@ -265,6 +313,40 @@ pub unsafe fn channel_tiles<
     n: u32,
     c: u32,
 ) {
+    unsafe { contract::<TI, TJ, RI, RJ, TK, DEPTH, WARP_CHANNEL, SPLIT>(Operand::rows(a), Operand::rows(b), o, n, c, block_idx_x()) }
+}
+
+/// [`channel_tiles`] over any two operands: `O[i, j, ch] = Σ_k P[i, k,
+/// ch]·Q[j, k, ch]` (`p` in the place of A, `q` of B, rows and `k` as each
+/// [`Operand`] says), for the block tile `block` of the grid that
+/// [`channel_tiles`] numbers (`(g · tiles_i + bi) · tiles_j + bj`), which
+/// need not be the launch's block index: a launch may hold several
+/// contractions, each its own range of blocks.
+///
+/// # Safety
+/// `p.x`, `q.x` and `o` must hold `[n, n, c]` tensors with `n, c ≥ 1`,
+/// `p` and `q` either layout of [`Operand`]; `block <
+/// ChannelTiles::blocks`; the launch must have `ChannelTiles::threads`
+/// threads and `ChannelTiles::shared_bytes` of shared memory (a 1-D grid),
+/// and no other block may write this tile of `o`.
+#[inline(always)]
+pub unsafe fn contract<
+    const TI: u32,
+    const TJ: u32,
+    const RI: usize,
+    const RJ: usize,
+    const TK: usize,
+    const DEPTH: u32,
+    const WARP_CHANNEL: bool,
+    const SPLIT: u32,
+>(
+    p: Operand,
+    q: Operand,
+    o: *mut f32,
+    n: u32,
+    c: u32,
+    block: u32,
+) {
     let shape = const {
         let s = ChannelTiles {
             ti: TI,
@@ -280,11 +362,11 @@ pub unsafe fn channel_tiles<
         s
     };
     let passes = shape.threads() / GROUP;
-    let place = unsafe { Place::of(shape, n, c) };
+    let place = unsafe { Place::of(shape, n, c, block) };
     let issue = |chunk: u32| {
         let buf = chunk % DEPTH * shape.buffer_bytes();
-        let sa = Slab { x: a, dst: buf, stride: shape.stride_a(), row0: place.i0, rows: TI, passes };
-        let sb = Slab { x: b, dst: buf + shape.a_bytes(), stride: shape.stride_b(), row0: place.j0, rows: TJ, passes };
+        let sa = Slab { x: p, dst: buf, stride: shape.stride_a(), row0: place.i0, rows: TI, passes };
+        let sb = Slab { x: q, dst: buf + shape.a_bytes(), stride: shape.stride_b(), row0: place.j0, rows: TJ, passes };
         let k0 = chunk * TK as u32;
         unsafe {
             if k0 + TK as u32 <= n {
@@ -361,14 +443,13 @@ impl Place {
     /// # Safety
     /// `n, c ≥ 1`.
     #[inline(always)]
-    unsafe fn of(shape: ChannelTiles, n: u32, c: u32) -> Place {
+    unsafe fn of(shape: ChannelTiles, n: u32, c: u32, block: u32) -> Place {
         let t = thread_idx_x();
         let (group, ch, p) = Self::thread(shape, t);
         let cols = shape.tj / shape.rj;
         let (tiles_i, tiles_j) = (n.div_ceil(shape.ti), n.div_ceil(shape.tj));
         // SAFETY: n, c ≥ 1 (the launch's contract): drops the division-by-zero checks.
         unsafe { core::hint::assert_unchecked(n > 0 && c > 0 && tiles_j > 0 && tiles_i * tiles_j > 0) };
-        let block = block_idx_x();
         let (g, ij) = (block / (tiles_i * tiles_j), block % (tiles_i * tiles_j));
         let (ri0, rj0, step_i, step_j) = if shape.warp_channel {
             (4 * (p / cols), 4 * (p % cols), shape.ti / (shape.ri / 4), shape.tj / (shape.rj / 4))
@@ -566,6 +647,84 @@ channel_tiles_entry!(
     triangle_tiles_32x16_split,
     TILES_32X16_SPLIT
 );
+
+/// The two gradients of the triangle multiplication in one grid, each a
+/// [`contract`] of the tile `S`:
+///
+/// * `dA[i, k, ch] = Σ_j dO[i, j, ch]·B[j, k, ch]`: `P = dO` by rows, `Q
+///   = B` by columns (row `k`, contracted `j`);
+/// * `dB[j, k, ch] = Σ_i dO[i, j, ch]·A[i, k, ch]`: `P = dO` by columns
+///   (row `j`, contracted `i`), `Q = A` by columns (row `k`).
+///
+/// Block `b` of the `2·S.blocks(n, c)` is tile `ij` of channel group `g`
+/// of dA (`w` = 0) or dB (`w` = 1), `b = (2g + w)·tiles + ij`: both
+/// gradients of one channel group run side by side, reading one group of
+/// dO. Each element sums its `n` terms in order (`j` or `i` = 0, 1, ...,
+/// one `fma` each), as triangle_backward mage-001 does.
+///
+/// # Safety
+/// `a`, `b`, `d`, `da` and `db` must hold `[n, n, c]` tensors, `n, c ≥
+/// 1`, `da` and `db` apart; the launch as [`gradient_tiles_launch`] makes it.
+#[inline(always)]
+pub unsafe fn gradient_tiles<const S_TI: u32, const S_TJ: u32, const RI: usize, const RJ: usize, const TK: usize, const DEPTH: u32>(
+    a: *const f32,
+    b: *const f32,
+    d: *const f32,
+    da: *mut f32,
+    db: *mut f32,
+    n: u32,
+    c: u32,
+) {
+    let tiles = n.div_ceil(S_TI) * n.div_ceil(S_TJ);
+    // SAFETY: n ≥ 1 (the launch's contract): drops the division-by-zero checks.
+    unsafe { core::hint::assert_unchecked(tiles > 0) };
+    let block = block_idx_x();
+    let (g, r) = (block / (2 * tiles), block % (2 * tiles));
+    let second = r >= tiles;
+    let ij = if second { r - tiles } else { r };
+    let (p, q, o) = if second { (Operand::cols(d), Operand::cols(a), db) } else { (Operand::rows(d), Operand::cols(b), da) };
+    unsafe { contract::<S_TI, S_TJ, RI, RJ, TK, DEPTH, false, 1>(p, q, o, n, c, g * tiles + ij) }
+}
+
+/// A kernel entry running [`gradient_tiles`] with the constant tile shape `$shape`.
+macro_rules! gradient_tiles_entry {
+    ($(#[$attr:meta])* $name:ident, $shape:expr) => {
+        mage_common::kernel! {
+            $(#[$attr])*
+            pub unsafe fn $name(a: *const f32, b: *const f32, d: *const f32, da: *mut f32, db: *mut f32, n: u32, c: u32) {
+                const S: ChannelTiles = $shape;
+                const { assert!(!S.warp_channel && S.split == 1) };
+                unsafe { gradient_tiles::<{ S.ti }, { S.tj }, { S.ri as usize }, { S.rj as usize }, { S.tk as usize }, { S.depth }>(a, b, d, da, db, n, c) }
+            }
+        }
+    };
+}
+
+gradient_tiles_entry!(
+    /// The gradients dA and dB in [`TILES_32X16`]: 256 threads, 4x4 outputs each; any `n`, `c`.
+    triangle_backward_tiles_32x16,
+    TILES_32X16
+);
+gradient_tiles_entry!(
+    /// The gradients dA and dB in [`TILES_64X32`]: 256 threads, 8x8 outputs each; any `n`, `c`.
+    triangle_backward_tiles_64x32,
+    TILES_64X32
+);
+
+/// The launch of a [`gradient_tiles`] `kernel` of tile `shape` over `[n,
+/// c]`: `2·shape.blocks(n, c)` blocks, inputs A, B, dO, outputs dA, dB.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn gradient_tiles_launch(kernel: &'static mage_common::Kernel, shape: ChannelTiles, d: &[u32]) -> mage_common::op::Plan {
+    use mage_common::op::Arg;
+    mage_common::op::Launch {
+        kernel,
+        grid: mage_common::kernel::Dim3::x(2 * shape.blocks(d[0], d[1])),
+        block: mage_common::kernel::Dim3::x(shape.threads()),
+        shared_bytes: shape.shared_bytes(),
+        args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::Output(1), Arg::U32(d[0]), Arg::U32(d[1])],
+    }
+    .into()
+}
 
 /// The launch of a channel-tiled `kernel` of tile `shape` over `[n, c]`.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -14,7 +14,7 @@
 //! | [`mage_003`] | a 4×4 (i, j) tile of channel quads per thread: 128-bit loads, 8 per 64 FMAs (`c % 4 == 0`) |
 //! | [`mage_004`] | a GEMM per channel through shared memory (8-channel block tiles, a `cp.async` ring transposing to rows), the block tile by shape: 64x32 where it fills the SMs, else 32x16 |
 //! | [`mage_005`] | the 32x16 warp-per-channel tile with each chunk's `k` split over two groups of 256 threads, added at the end |
-//! | [`channel_tiles`] | the kernel body of mage-004 and mage-005: [`ChannelTiles`], the tile shapes and their `kernel!` entries |
+//! | [`channel_tiles`] | the kernel body of mage-004 and mage-005, and of triangle_backward mage-002: [`ChannelTiles`], [`Operand`], the tile shapes and their `kernel!` entries |
 //! | [`current`] | the dispatcher: mage-001 on the smallest shapes, mage-005 where its split of `k` fills the SMs (2^17 up to 2^21 outputs), mage-004 elsewhere |
 //! | [`backward`] | `triangle_backward`, the gradients dA and dB: an op of its own with its own stages |
 //!
@@ -52,9 +52,10 @@ pub mod mage_004;
 pub mod mage_005;
 
 pub mod channel_tiles;
+pub use channel_tiles::{ChannelTiles, GROUP, Operand, TILES_32X16, TILES_32X16_SPLIT, TILES_64X32, same_order};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use channel_tiles::channel_tiles_launch;
-pub use channel_tiles::{ChannelTiles, GROUP, TILES_32X16, TILES_32X16_SPLIT, TILES_64X32, same_order};
+pub use channel_tiles::{channel_tiles_launch, gradient_tiles_launch};
+pub use channel_tiles::{triangle_backward_tiles_32x16, triangle_backward_tiles_64x32};
 pub use channel_tiles::{triangle_tiles_32x16, triangle_tiles_32x16_split, triangle_tiles_64x32};
 
 #[cfg(not(target_arch = "nvptx64"))]

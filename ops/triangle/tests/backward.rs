@@ -1,16 +1,19 @@
 //! `triangle_backward` on the emulator: every stage, and `current`, against
 //! the f64 reference of dA and dB under the op's tolerance, on random
-//! shapes with tails (one row, channel counts not a multiple of 4) and on
-//! data of any scale; an output of zeros, a gradient over the wrong axis
-//! and a gradient missing a term fail; small integers come out exact; the
-//! same bits on every run, and those of forward mage-001 on transposed
-//! inputs; the reference is the forward's gradient.
+//! shapes with tails (one row, channel counts not a multiple of 4 or of
+//! the channel tiles' group of 8, `n` not a multiple of their block tiles)
+//! and on data of any scale; an output of zeros, a gradient over the wrong
+//! axis, a gradient missing a term and mage-002's launch with its operands
+//! or outputs swapped fail; small integers come out exact; the same bits on
+//! every run, and those of forward mage-001 on transposed inputs; both of
+//! mage-002's tile entries give mage-001's bits; the reference is the
+//! forward's gradient.
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::compare;
-use mage_common::op::{HostBuf, check_current, check_stage, emulate};
+use mage_common::op::{HostBuf, check_current, check_plan, check_stage, emulate, emulate_plan};
 use mage_common::scale::{SCALES, check_on, rows_scaled, scaled};
-use mage_triangle::backward::{BACKWARD, STAGES, mage_001, reference};
+use mage_triangle::backward::{BACKWARD, STAGES, mage_001, mage_002, reference};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -223,9 +226,114 @@ fn each_gradient_is_forward_mage_001_on_transposed_inputs_bit_for_bit() {
 }
 
 #[test]
-fn current_runs_mage_001_at_every_shape() {
+fn current_runs_mage_002_at_every_shape() {
     for w in BACKWARD.sweep {
-        assert_eq!(BACKWARD.dispatch(w.dims, &[]).name, "mage-001");
+        assert_eq!(BACKWARD.dispatch(w.dims, &[]).name, "mage-002");
     }
-    assert_eq!(BACKWARD.dispatch(&[1, 1], &[]).name, "mage-001");
+    assert_eq!(BACKWARD.dispatch(&[1, 1], &[]).name, "mage-002");
+}
+
+/// mage-002 takes the 64x32 tile where the grid of both gradients has 128
+/// blocks (about one per SM), else 32x16, and launches what it picked.
+#[test]
+fn mage_002_takes_64x32_where_both_gradients_fill_the_sms() {
+    use mage_triangle::{TILES_32X16, TILES_64X32};
+    let pick = |d: [u32; 2]| mage_002::tiles(&d).1;
+    assert_eq!(pick([7, 5]), TILES_32X16);
+    assert_eq!(pick([64, 8]), TILES_32X16);
+    assert_eq!(pick([128, 32]), TILES_32X16);
+    assert_eq!(pick([128, 63]), TILES_64X32);
+    assert_eq!(pick([128, 64]), TILES_64X32);
+    assert_eq!(pick([256, 32]), TILES_64X32);
+    assert_eq!(pick([256, 64]), TILES_64X32);
+    assert_eq!(pick([512, 32]), TILES_64X32);
+    assert_eq!((2 * TILES_64X32.blocks(128, 64), 2 * TILES_64X32.blocks(128, 63)), (128, 128));
+    assert_eq!(2 * TILES_64X32.blocks(128, 56), 112);
+    assert_eq!(pick([128, 56]), TILES_32X16);
+    for d in [[7u32, 5u32], [128, 32], [128, 64], [512, 32]] {
+        let (kernel, shape) = mage_002::tiles(&d);
+        let plan = (mage_002::STAGE.plan)(&d);
+        assert_eq!(plan.launches.len(), 1);
+        let launch = &plan.launches[0];
+        assert_eq!(
+            (launch.kernel.name, launch.grid.x, launch.block.x, launch.shared_bytes),
+            (kernel.name, 2 * shape.blocks(d[0], d[1]), shape.threads(), shape.shared_bytes())
+        );
+    }
+}
+
+/// Both gradient entries on their own, whatever tile mage-002 would pick
+/// (the 64x32 tile goes only to shapes too large for the emulator here),
+/// on shapes with several tiles along both axes and partial last ones
+/// (`n` not a multiple of 16, 32 or 64), a partial last channel group (`c`
+/// not a multiple of 8), more `k` chunks than the ring holds, and `n` = 1:
+/// against the reference (outputs poisoned first), and bit for bit against
+/// mage-001, which sums every element in the same order.
+#[test]
+fn every_gradient_tile_entry_matches_mage_001_bit_for_bit() {
+    use mage_triangle::{TILES_32X16, TILES_64X32, gradient_tiles_launch, triangle_backward_tiles_32x16, triangle_backward_tiles_64x32};
+    let entries = [(&triangle_backward_tiles_32x16::KERNEL, TILES_32X16), (&triangle_backward_tiles_64x32::KERNEL, TILES_64X32)];
+    for dims in [[1u32, 1u32], [1, 9], [7, 5], [20, 16], [33, 12], [75, 11], [66, 3], [97, 8]] {
+        let inputs = BACKWARD.generate(&dims, 31);
+        let want: Vec<u32> = emulate(&BACKWARD, &mage_001::STAGE, &dims, &inputs).unwrap().iter().map(|v| v.to_bits()).collect();
+        for (kernel, shape) in entries {
+            let plan = gradient_tiles_launch(kernel, shape, &dims);
+            check_plan(&BACKWARD, &plan, &dims, &inputs).unwrap_or_else(|e| panic!("{} at {dims:?}: {e}", kernel.name));
+            let out: Vec<u32> = emulate_plan(&BACKWARD, &plan, &dims, &inputs).unwrap().iter().map(|v| v.to_bits()).collect();
+            let first = out.iter().zip(&want).position(|(o, w)| o != w);
+            assert!(
+                first.is_none(),
+                "{} differs from mage-001 at {dims:?}, {}",
+                kernel.name,
+                BACKWARD.locate_output(&dims, first.unwrap())
+            );
+        }
+    }
+}
+
+/// Planted wrong results fail: mage-002's launch with dA and dB swapped,
+/// with A and B swapped (dA from A, dB from B), and with dO in the place
+/// of B; and its correct output with one element moved by the size of one
+/// of its terms fails there and only there.
+#[test]
+fn planted_wrong_results_fail_on_mage_002() {
+    use mage_common::op::Arg;
+    let dims = [37u32, 10];
+    let x = BACKWARD.generate(&dims, 77);
+    let plan = (mage_002::STAGE.plan)(&dims);
+    check_plan(&BACKWARD, &plan, &dims, &x).unwrap();
+    let swap = |p: Arg, q: Arg| {
+        let mut wrong = plan.clone();
+        for arg in &mut wrong.launches[0].args {
+            *arg = if *arg == p {
+                q
+            } else if *arg == q {
+                p
+            } else {
+                *arg
+            };
+        }
+        wrong
+    };
+    for (what, wrong) in [
+        ("dA and dB swapped", swap(Arg::Output(0), Arg::Output(1))),
+        ("A and B swapped", swap(Arg::Input(0), Arg::Input(1))),
+        ("dO and B swapped", swap(Arg::Input(1), Arg::Input(2))),
+    ] {
+        assert!(check_plan(&BACKWARD, &wrong, &dims, &x).is_err(), "mage-002 with {what} passes");
+    }
+
+    let good = emulate(&BACKWARD, &mage_002::STAGE, &dims, &x).unwrap();
+    let want = reference(&dims, &x);
+    let tol = (BACKWARD.tolerance)(&dims, &x);
+    let (n, c) = (dims[0] as usize, dims[1] as usize);
+    let len = n * n * c;
+    // dB[5, 30, 7] without its term i = 0, dO[0, 5, 7]·A[0, 30, 7].
+    let at = len + (5 * n + 30) * c + 7;
+    let term = x[2].as_f32()[5 * c + 7] as f64 * x[0].as_f32()[30 * c + 7] as f64;
+    let mut planted = good.clone();
+    planted[at] = (want.values[at] - term) as f32;
+    let cmp = compare(&planted, &want, tol);
+    assert_eq!(cmp.failures, 1, "one planted element: {:?}", cmp.first_failures);
+    assert_eq!(BACKWARD.locate_output(&dims, cmp.worst.unwrap().0), "dB [5, 30, 7]");
 }
