@@ -269,9 +269,11 @@ impl Layout for NByK {
     fn fragment(at: u32, s: u32) -> [f32; 4] {
         let t = thread_idx_x();
         let (warpgroup, warp, lane) = (t / 128, t / 32 % 4, t % 32);
-        let r = 64 * warpgroup + 16 * warp + lane / 4;
-        let ld = |r: u32, c: u32| smem_ld(at + swizzled(r, c) + 4 * (lane % 4));
-        [ld(r, 2 * s), ld(r + 8, 2 * s), ld(r, 2 * s + 1), ld(r + 8, 2 * s + 1)]
+        // Row `r` is row `l / 4` of its atom (`64 g + 16 w` is a multiple
+        // of 8), and row `r + 8` the same row of the next atom.
+        let row = at + swizzled(64 * warpgroup + 16 * warp + lane / 4, 0) - (lane / 4) * 16 + 4 * (lane % 4);
+        let ld = |next_atom: u32, c: u32| smem_ld(row + next_atom * ATOM_BYTES + (c ^ (lane / 4)) * 16);
+        [ld(0, 2 * s), ld(1, 2 * s), ld(0, 2 * s + 1), ld(1, 2 * s + 1)]
     }
 
     /// Fragment row ρ is C's column `col0 + 64 g + 16 w + ρ`, fragment
