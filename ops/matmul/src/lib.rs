@@ -16,7 +16,7 @@
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
-//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` |
+//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Beside it, two ops of their own with the same dims `[m, n, k]`, for the

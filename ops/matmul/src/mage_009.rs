@@ -4,7 +4,9 @@
 //! two warpgroups per block, four shared-memory stages filled by
 //! `cp.async`. Under the op's FP32 tolerance, not outside it.
 //!
-//! Kernel body: [`crate::tf32x3`] (shared with mage-010; frozen: ptxas
+//! Kernel body: [`crate::tf32x3`] with its `KByN` layout (shared with
+//! mage-010, and generic over the layout for `matmul_nt` and `matmul_tn`;
+//! frozen for this layout: ptxas
 //! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
 //! model of `tests/stages.rs`); this module holds its entries and plan.
 //!

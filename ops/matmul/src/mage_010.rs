@@ -1,7 +1,8 @@
 //! mage-010: mage-009's 3xTF32 product on rows that are not 16-byte
 //! aligned, padded first instead of copied by the word.
 //!
-//! Kernel body: [`crate::tf32x3`] (shared with mage-009; frozen: ptxas
+//! Kernel body: [`crate::tf32x3`] with its `KByN` layout (shared with
+//! mage-009; frozen for this layout: ptxas
 //! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
 //! model of `tests/stages.rs`); this module holds its entries, the padding
 //! and the plan.

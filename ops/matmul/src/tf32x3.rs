@@ -1,7 +1,19 @@
-//! The 3xTF32 product on `wgmma` shared by mage-009 and mage-010: tiles,
-//! shared-memory layout, pipeline and kernel body. What it does and why,
-//! its error analysis and what it measured are in [`crate::mage_009`]'s
-//! module doc; the stages own their kernel entries and plans.
+//! The 3xTF32 product on `wgmma` shared by mage-009 and mage-010, and by
+//! the transposed products' stages (`matmul_nt` mage-002, `matmul_tn`
+//! mage-002 and mage-003): tiles, shared-memory layout, pipeline and kernel
+//! body. What it does and why, its error analysis and what it measured are
+//! in [`crate::mage_009`]'s module doc; the stages own their kernel entries
+//! and plans.
+//!
+//! The body is generic over a [`Layout`]: where A and B lie in global
+//! memory, and so how their tiles are copied and split, where a thread
+//! finds its fragment of `Bᵀ` and where the accumulators land in C.
+//! [`KByN`] is matmul's (A `[m, k]`, B `[k, n]`), and its methods are the
+//! code mage-009 and mage-010 ran before the body was generic: their PTX is
+//! the same instructions in the same order (only label numbers moved) and
+//! their ptxas resources are unchanged (`tests/resources.rs`). [`NByK`]
+//! takes B `[n, k]` (`matmul_nt`), [`AKByM`] A `[k, m]` (`matmul_tn`'s
+//! mage-003).
 
 use crate::cp_async_quad;
 use mage_common::device::wgmma::*;
@@ -50,6 +62,17 @@ pub const fn stage_bytes(bm: u32) -> u32 {
 /// 16-byte aligned).
 pub const fn shared_bytes(bm: u32) -> u32 {
     STAGES * stage_bytes(bm) + ATOM_BYTES - 16
+}
+
+/// [`stage_bytes`] with the room layout `L` needs beside the planes and the
+/// B tile (its raw A tile, [`Layout::RAW_A_BYTES`]).
+pub const fn layout_stage_bytes<L: Layout>(bm: u32) -> u32 {
+    (2 * plane_bytes(bm) + B_TILE_BYTES + L::RAW_A_BYTES).next_multiple_of(ATOM_BYTES)
+}
+
+/// [`shared_bytes`] for layout `L`.
+pub const fn layout_shared_bytes<L: Layout>(bm: u32) -> u32 {
+    STAGES * layout_stage_bytes::<L>(bm) + ATOM_BYTES - 16
 }
 
 /// Where chunk `c` (16 bytes: K `4 c..4 c + 4`) of row `r` of an A plane
@@ -137,24 +160,15 @@ impl Tile for Rows64 {
     }
 }
 
-/// Issues the copies of K tile `tile` into the stage at byte `stage`.
-/// A: `BM` rows x 8 chunks; thread `t` takes chunks `q = t + 256 i`
-/// (row `q / 8`, chunk `q % 8`), so a warp reads 4 rows of 128 bytes and
-/// each 8 lanes write one swizzled row (32 distinct banks). B: as its
-/// [`Layout`] says.
+/// Issues the copies of K tile `tile` into the stage at byte `stage`, A's
+/// and B's as the [`Layout`] says.
 ///
 /// # Safety
 /// `blk.a` must hold the `m * k` matrix, `blk.b` B as `L` lays it out.
 #[inline(always)]
 unsafe fn issue_tile<const VEC: bool, T: Tile, L: Layout>(blk: &Block, tile: u32, stage: u32) {
-    let t = thread_idx_x();
-    let k0 = tile * BK;
-    for i in 0..T::BM / 32 {
-        let q = t + THREADS * i;
-        let (r, c) = (q / 8, q % 8);
-        unsafe { cp_async_quad::<VEC>(stage + swizzled(r, c), blk.a, blk.row0 + r, blk.m, k0 + 4 * c, blk.k) };
-    }
-    unsafe { L::issue_b::<VEC>(blk, k0, stage + 2 * plane_bytes(T::BM)) };
+    unsafe { L::issue_a::<VEC, T>(blk, tile, stage) };
+    unsafe { L::issue_b::<VEC>(blk, tile * BK, stage + 2 * plane_bytes(T::BM)) };
 }
 
 /// Where B lies in global memory, and what follows from it: how its part
@@ -162,6 +176,48 @@ unsafe fn issue_tile<const VEC: bool, T: Tile, L: Layout>(blk: &Block, tile: u32
 /// of `Bᵀ` there, and where the accumulators (`Cᵀ`) land in C. The A tile,
 /// the split, the multiplies and the pipeline do not depend on it.
 pub trait Layout {
+    /// Bytes of a stage, beyond A's two planes and B's tile, where A's part
+    /// of a K tile lands before its split writes the planes: none where A
+    /// arrives K-major (`[m, k]`) and is copied into the hi plane itself.
+    const RAW_A_BYTES: u32 = 0;
+
+    /// Issues this thread's copies of A's part of K tile `tile` (K from
+    /// `tile * BK`) into the stage at byte `stage`. By default A is `[m, k]`: `BM`
+    /// rows x 8 chunks straight into the hi plane; thread `t` takes chunks
+    /// `q = t + 256 i` (row `q / 8`, chunk `q % 8`), so a warp reads 4 rows
+    /// of 128 bytes and each 8 lanes write one swizzled row (32 distinct
+    /// banks).
+    ///
+    /// # Safety
+    /// `blk.a` must hold A as this layout lays it out.
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        let t = thread_idx_x();
+        let k0 = tile * BK;
+        for i in 0..T::BM / 32 {
+            let q = t + THREADS * i;
+            let (r, c) = (q / 8, q % 8);
+            unsafe { cp_async_quad::<VEC>(stage + swizzled(r, c), blk.a, blk.row0 + r, blk.m, k0 + 4 * c, blk.k) };
+        }
+    }
+
+    /// The planes of the A tile in the stage at byte `stage`, once this
+    /// thread's copies have landed (before the block's barrier). By
+    /// default the low parts: each thread reads the chunks it copied (its
+    /// own `cp.async` writes, visible to it after its wait, so no barrier
+    /// is needed) and writes `tf32(x - trunc(x))` at the same place of the
+    /// second plane. The first plane stays as copied: the multiply reads
+    /// its TF32 bits, `trunc(x)`.
+    #[inline(always)]
+    fn split_a<T: Tile>(stage: u32) {
+        let t = thread_idx_x();
+        for i in 0..T::BM / 32 {
+            let q = t + THREADS * i;
+            let at = stage + swizzled(q / 8, q % 8);
+            smem_st4(at + plane_bytes(T::BM), smem_ld4(at).map(|x| tf32_rna(x - tf32_trunc(x))));
+        }
+    }
+
     /// Issues this thread's copies of B's part of the K tile that starts at
     /// `k0` into the B tile at byte `at` of a stage.
     ///
@@ -303,18 +359,79 @@ impl Layout for NByK {
     }
 }
 
-/// The low parts of the A tile in the stage at byte `stage`: each thread
-/// reads the chunks it copied (its own `cp.async` writes, visible to it
-/// after its wait, so no barrier is needed) and writes `tf32(x - trunc(x))`
-/// at the same place of the second plane. The first plane stays as
-/// copied: the multiply reads its TF32 bits, `trunc(x)`.
-#[inline(always)]
-fn split_a<T: Tile>(stage: u32) {
-    let t = thread_idx_x();
-    for i in 0..T::BM / 32 {
-        let q = t + THREADS * i;
-        let at = stage + swizzled(q / 8, q % 8);
-        smem_st4(at + plane_bytes(T::BM), smem_ld4(at).map(|x| tf32_rna(x - tf32_trunc(x))));
+/// Floats per row of [`AKByM`]'s raw A tile: 4 more than its 64 rows of
+/// C, so that the 8 K rows a quarter-warp's 16-byte reads touch fall on 8
+/// different 16-byte slots of the banks.
+pub const RAW_ROW_FLOATS: u32 = 64 + 4;
+
+/// A stored `[k, m]` (matmul_tn's, `C = Aᵀ·B`), B `[k, n]` as matmul's,
+/// 64 rows of C per block only. A arrives M-contiguous, and TF32 `wgmma`
+/// reads its shared operand K-major only: the K tile (32 K rows of 64
+/// floats) is copied raw by 16-byte `cp.async` into a buffer of its own in
+/// the stage (rows of [`RAW_ROW_FLOATS`]), and the split writes both planes
+/// from there: the hi plane the float itself (the multiply reads its TF32
+/// bits, `trunc(x)`, as mage-009's copied plane), the lo plane `tf32(x -
+/// trunc(x))`, so the products are mage-009's to the bit. Thread `t` copies
+/// K row `t % 32`, chunks `2 (t / 32)` and `+ 1` (32 contiguous bytes of a
+/// row of A; a warp 32 K rows), and splits exactly what it copied: no
+/// barrier between its wait and its split. Each of its 8 values goes to
+/// one row of the planes by a 4-byte store, a warp's 32 lanes the 32 K of
+/// one row (32 distinct banks). A stage of 128 rows (two planes, the B
+/// tile and a raw tile: 66 KiB) would not fit four times in the 227 KiB a
+/// block may have; 64 rows take 42 KiB.
+pub struct AKByM;
+
+impl Layout for AKByM {
+    const RAW_A_BYTES: u32 = BK * RAW_ROW_FLOATS * 4;
+
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        const { assert!(T::BM == 64, "matmul_tn's split takes 64 rows") };
+        let t = thread_idx_x();
+        let k0 = tile * BK;
+        let (kk, pair) = (t % 32, t / 32);
+        let raw = stage + 2 * plane_bytes(T::BM) + B_TILE_BYTES + kk * RAW_ROW_FLOATS * 4;
+        for j in 0..2 {
+            let c = 2 * pair + j;
+            unsafe { cp_async_quad::<VEC>(raw + c * 16, blk.a, k0 + kk, blk.k, blk.row0 + 4 * c, blk.m) };
+        }
+    }
+
+    #[inline(always)]
+    fn split_a<T: Tile>(stage: u32) {
+        let t = thread_idx_x();
+        let (kk, pair) = (t % 32, t / 32);
+        let raw = stage + 2 * plane_bytes(T::BM) + B_TILE_BYTES + kk * RAW_ROW_FLOATS * 4;
+        for j in 0..2 {
+            let c = 2 * pair + j;
+            // Row `4 c + e` of the planes, K `kk`; spelled out (an array
+            // iterated here leaves a dead local frame behind in the PTX).
+            let put = |e: u32, x: f32| {
+                let at = stage + swizzled(4 * c + e, kk / 4) + 4 * (kk % 4);
+                smem_st(at, x);
+                smem_st(at + plane_bytes(T::BM), tf32_rna(x - tf32_trunc(x)));
+            };
+            let [x0, x1, x2, x3] = smem_ld4(raw + c * 16).to_array();
+            put(0, x0);
+            put(1, x1);
+            put(2, x2);
+            put(3, x3);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { KByN::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        KByN::fragment(at, s)
+    }
+
+    #[inline(always)]
+    unsafe fn store<T: Tile>(blk: &Block, c: *mut f32, acc: &T::Acc) {
+        unsafe { KByN::store::<T>(blk, c, acc) }
     }
 }
 
@@ -377,8 +494,8 @@ pub struct Block {
 
 impl Block {
     #[inline(always)]
-    fn stage<T: Tile>(&self, tile: u32) -> u32 {
-        self.first + tile % STAGES * stage_bytes(T::BM)
+    fn stage<T: Tile, L: Layout>(&self, tile: u32) -> u32 {
+        self.first + tile % STAGES * layout_stage_bytes::<L>(T::BM)
     }
 
     /// Issues the copies of `tile` if there is one (a tile past `k` is all
@@ -388,7 +505,7 @@ impl Block {
     fn issue<const VEC: bool, T: Tile, L: Layout>(&self, tile: u32) {
         if tile < self.tiles {
             // SAFETY: the kernel's caller passes the matrices `m`, `n`, `k` describe.
-            unsafe { issue_tile::<VEC, T, L>(self, tile, self.stage::<T>(tile)) };
+            unsafe { issue_tile::<VEC, T, L>(self, tile, self.stage::<T, L>(tile)) };
         }
         cp_async_commit();
     }
@@ -402,7 +519,7 @@ fn prepare<const VEC: bool, T: Tile, L: Layout>(blk: &Block, tile: u32) {
     // This thread's copies of `tile` have landed (one group per tile,
     // `LOOKAHEAD` committed beyond it) ...
     cp_async_wait_group::<{ LOOKAHEAD - 1 }>();
-    split_a::<T>(blk.stage::<T>(tile));
+    L::split_a::<T>(blk.stage::<T, L>(tile));
     fence_proxy_async_shared();
     // ... and everyone's, with the low parts written. Every thread has
     // waited for the multiplies of `tile - 2` (see `body`), so its stage
@@ -448,7 +565,7 @@ pub(crate) unsafe fn body<const VEC: bool, T: Tile, L: Layout>(a: *const f32, b:
         // steps (255 registers otherwise, and spills, at 128 rows) and
         // still leaves 6 multiplies queued.
         const _: () = assert!(GROUPS_PER_TILE == 4);
-        let (se, so) = (blk.stage::<T>(e), blk.stage::<T>(o));
+        let (se, so) = (blk.stage::<T, L>(e), blk.stage::<T, L>(o));
         multiply_step::<T, L>(&mut even, se, 0);
         multiply_step::<T, L>(&mut even, se, 1);
         wgmma_wait_group::<2>();

@@ -99,7 +99,7 @@ fn mage_001_is_matmuls_mage_001_to_the_bit() {
     }
 }
 
-/// mage-002 of each op is matmul mage-009's arithmetic (the same split
+/// mage-002 of each op, and matmul_tn's mage-003 (64 rows), is matmul mage-009's arithmetic (the same split
 /// products, in the same order, per K tile of 32), so its output is
 /// mage-009's on the operand transposed back, to the bit, on all four
 /// entries (64 and 128 rows, 16- and 4-byte copies): K tiles one to seven
@@ -108,12 +108,16 @@ fn mage_001_is_matmuls_mage_001_to_the_bit() {
 /// column slices and the accumulators' column pairs (NT stores columns
 /// `col` and `col + 8`, mage-009 `col` and `col + 1`).
 #[test]
-fn mage_002_is_matmuls_mage_009_to_the_bit() {
+fn the_3xtf32_stages_are_matmuls_mage_009_to_the_bit() {
     for rows in [64, 128] {
         for (k, (m, n)) in [(8, (rows, 128)), (32, (37, 29)), (65, (130, 260)), (200, (65, 131)), (96, (rows, 128)), (33, (64, 132))] {
             let d = [m, n, k];
             let want_plan = mage_009::plan_with_rows(&d, rows);
-            for (op, plan) in [(&NT, nt::mage_002::plan_with_rows(&d, rows)), (&TN, tn::mage_002::plan_with_rows(&d, rows))] {
+            let mut plans = vec![(&NT, nt::mage_002::plan_with_rows(&d, rows)), (&TN, tn::mage_002::plan_with_rows(&d, rows))];
+            if rows == 64 {
+                plans.push((&TN, (tn::mage_003::STAGE.plan)(&d)));
+            }
+            for (op, plan) in plans {
                 let product = plan.launches.last().unwrap().kernel.name;
                 assert!(product.contains(&format!("_m{rows}_")), "{product} at {d:?}");
                 let inputs = op.generate(&d, k as u64 + 300);
@@ -142,6 +146,11 @@ fn the_plans_pick_their_entries() {
     assert_eq!(p.scratch, [1024 * 1024]);
     assert_eq!(tn_plan([4096, 4096, 4096]).launches[1].kernel.name, "matmul_tn_3xtf32_m128_v4");
     assert_eq!(tn_plan([1000, 1037, 1000]).launches[1].kernel.name, "matmul_tn_3xtf32_m128_scalar");
+    let split = |d: [u32; 3]| (tn::mage_003::STAGE.plan)(&d).launches.iter().map(|l| l.kernel.name).collect::<Vec<_>>();
+    assert_eq!(split([1024, 1024, 1024]), ["matmul_tn_3xtf32_split_m64_v4"]);
+    assert_eq!(split([1024, 1022, 1024]), ["matmul_tn_3xtf32_split_m64_scalar"]);
+    assert_eq!(split([1022, 1024, 1023]), ["matmul_tn_3xtf32_split_m64_scalar"]);
+    assert_eq!(split([1024, 1024, 1023]), ["matmul_tn_3xtf32_split_m64_v4"]);
     for op in OPS {
         for stage in op.stages {
             for d in op.sweep.iter().map(|w| w.dims).chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {

@@ -4,7 +4,12 @@
 //! from 32 output tiles of 64x64, below which matmul keeps its CUDA-core
 //! 16x16 tiles (mage-001) because the 3xTF32 blocks leave most of the 132
 //! SMs idle; mage-001 everywhere else. The rule is carried over, not yet
-//! measured for this op on the GPU.
+//! measured for this op on the GPU. Of the two 3xTF32 stages it takes
+//! mage-002 (A transposed in a launch of its own, then mage-009's product
+//! at 64 or 128 rows): mage-003 (the transpose inside the product) has 64
+//! rows only, predicted about 1.2x slower than 128-row tiles at 4096³ and
+//! within a few µs of mage-002 at 1024³ either way (the module docs'
+//! predictions); it is taken nowhere until the two are measured.
 
 use mage_common::op::{Dispatcher, Stage};
 
