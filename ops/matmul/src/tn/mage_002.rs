@@ -21,9 +21,10 @@
 //! where `k` and `n` are multiples of 4, `_scalar` elsewhere; 64 or 128
 //! rows by [`tile_rows`]. Every shape is supported.
 //!
-//! Not yet done: the transpose inside the product, each K tile copied raw
-//! (`BK` x `BM`, by `cp.async`) and split from there into the K-major hi
-//! and lo planes, which would save the scratch round trip.
+//! The transpose inside the product (each K tile copied raw and split from
+//! there into the K-major planes, saving the scratch round trip) is
+//! mage-003, at 64 rows only: four stages of 128 rows with a raw buffer do
+//! not fit in a block's 227 KiB.
 //!
 //! ## Prediction (H200)
 //!
