@@ -137,6 +137,17 @@ def matmul_eager(a, b):
     return torch.matmul(a, b)
 
 
+def matmul_nt_eager(a, b):
+    """`a @ b.T` on the stored tensors: `b.T` is a view (no copy), which
+    cuBLAS takes as a transposed operand."""
+    return torch.matmul(a, b.T)
+
+
+def matmul_tn_eager(a, b):
+    """`a.T @ b` on the stored tensors: `a.T` is a view (no copy)."""
+    return torch.matmul(a.T, b)
+
+
 def matmul_tf32(a, b):
     """cuBLAS on the TF32 tensor cores: torch.matmul with
     `torch.backends.cuda.matmul.allow_tf32` set for this call only (the
@@ -257,7 +268,8 @@ def build_grad(op: str, views: dict, numel: int, device, name: str, tag: str = "
 
 
 #: The eager function of each op and the inputs it takes, by the registry's role names.
-EAGER = {"matmul": (matmul_eager, ("a", "b")), "layernorm": (layernorm_eager, ("x", "gamma", "beta")),
+EAGER = {"matmul": (matmul_eager, ("a", "b")), "matmul_nt": (matmul_nt_eager, ("a", "b")),
+         "matmul_tn": (matmul_tn_eager, ("a", "b")), "layernorm": (layernorm_eager, ("x", "gamma", "beta")),
          "gelu": (gelu_eager, ("x", "bias")), "gelu_erf": (gelu_erf_eager, ("x", "bias")), "triangle": (triangle_eager, ("A", "B")),
          "neighbor": (neighbor_eager, ("x", "w", "dst64", "indices64"))}
 

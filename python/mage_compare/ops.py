@@ -17,6 +17,9 @@ KINDS = ("rust", "torch", "torch_compile", "triton", "cusparse")
 BUILTIN_IMPLS: dict[str, tuple[tuple[str, str], ...]] = {
     "matmul": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton"), ("triton_tuned", "triton"),
                ("triton_tf32x3", "triton"), ("torch_tf32", "torch")),
+    # The transposed products, on the stored tensors (`b.T`, `a.T` are views): cuBLAS eager and compiled.
+    "matmul_nt": (("torch", "torch"), ("torch_compile", "torch_compile")),
+    "matmul_tn": (("torch", "torch"), ("torch_compile", "torch_compile")),
     "layernorm": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "gelu": (("torch", "torch"), ("torch_compile", "torch_compile"), ("triton", "triton")),
     "gelu_erf": (("torch", "torch"), ("torch_compile", "torch_compile")),

@@ -84,6 +84,10 @@ def torch_reference(op: str, dims: list[int], v: dict) -> torch.Tensor:
     f = lambda t: t.to(torch.float64)  # noqa: E731
     if op == "matmul":
         return f(v["a"]) @ f(v["b"])
+    if op == "matmul_nt":
+        return f(v["a"]) @ f(v["b"]).T
+    if op == "matmul_tn":
+        return f(v["a"]).T @ f(v["b"])
     if op == "layernorm":
         x = f(v["x"])
         mean = x.mean(dim=1, keepdim=True)
@@ -117,8 +121,9 @@ def torch_magnitude(op: str, dims: list[int], v: dict) -> torch.Tensor | None:
     whose tolerance uses none, and for a gradient op, whose magnitudes the
     caller takes from the Rust registry's case."""
     f = lambda t: t.to(torch.float64)  # noqa: E731
-    if op in ("matmul", "triangle", "neighbor"):
-        roles = {"matmul": ("a", "b"), "triangle": ("A", "B"), "neighbor": ("x", "w")}[op]
+    if op in ("matmul", "matmul_nt", "matmul_tn", "triangle", "neighbor"):
+        roles = {"matmul": ("a", "b"), "matmul_nt": ("a", "b"), "matmul_tn": ("a", "b"), "triangle": ("A", "B"),
+                 "neighbor": ("x", "w")}[op]
         return torch_reference(op, dims, {**v, **{r: f(v[r]).abs() for r in roles}})
     if op == "layernorm":
         x = f(v["x"])

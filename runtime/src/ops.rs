@@ -7,7 +7,8 @@ mod embedded {
 }
 
 /// Every op, in the order tables list them: the forward ops, then their
-/// gradients.
+/// gradients, then the transposed products the gradients of a product
+/// are made of (`matmul_nt`, `matmul_tn`).
 pub fn all() -> Vec<&'static Op> {
     vec![
         &mage_matmul::OP,
@@ -20,6 +21,8 @@ pub fn all() -> Vec<&'static Op> {
         &mage_gelu::BACKWARD,
         &mage_triangle::BACKWARD,
         &mage_neighbor::BACKWARD,
+        &mage_matmul::NT,
+        &mage_matmul::TN,
     ]
 }
 

@@ -133,6 +133,7 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
         "layernorm" => normal(&[&[33, 768], &[7, 1000], &[5, 4096], &[3, 257], &[9, 128]]),
         "matmul" => normal(&[&[17, 19, 23], &[1, 1, 1], &[130, 70, 200], &[256, 256, 256], &[100, 64, 96]]),
         "gelu" | "gelu_erf" => normal(&[&[3, 257], &[64, 768], &[7, 1001]]),
+        "matmul_nt" | "matmul_tn" => normal(&[&[17, 19, 23], &[1, 1, 1], &[130, 70, 200], &[256, 256, 256], &[100, 64, 96]]),
         "triangle" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
         "layernorm_backward" => normal(&[&[33, 768], &[7, 1000], &[3, 257], &[300, 64]]),
         "triangle_backward" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
@@ -157,7 +158,7 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
 /// How many multiply-adds feed one output element (for the differential bound).
 pub fn contraction_terms(op: &Op, dims: &[u32]) -> u64 {
     match op.name {
-        "matmul" => dims[2] as u64,
+        "matmul" | "matmul_nt" | "matmul_tn" => dims[2] as u64,
         "triangle" => dims[0] as u64,
         "neighbor" => dims[2] as u64, // a row may hold every edge
         "layernorm" => dims[1] as u64,

@@ -16,8 +16,21 @@
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
-//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` |
+//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
+//!
+//! Beside it, two ops of their own with the same dims `[m, n, k]`, for the
+//! backward passes of a product (`dA = dC·Bᵀ`, `dB = Aᵀ·dC`) and PyTorch's
+//! `linear` (`x·Wᵀ`): [`nt`] (`matmul_nt`, `C = A·Bᵀ`, B stored `[n, k]`)
+//! and [`tn`] (`matmul_tn`, `C = Aᵀ·B`, A stored `[k, m]`). Their inputs'
+//! shapes differ from matmul's, and their stages differ in which tile must
+//! be transposed on its way to shared memory, so each has its own stage
+//! history, dispatcher and sweep; a layout dim of matmul would make every
+//! stage above refuse two of its three layouts. What the three share lives
+//! here: the f64 reference (theirs is matmul's on the operand transposed
+//! back, [`transpose`]), the generators, the tolerance ([`tolerance`], a
+//! function of `k` alone), the kernel arguments and launches, and the
+//! 3xTF32 body ([`tf32x3`], generic over where B lies).
 //!
 //! Every stage handles every shape with `m, n, k >= 1`: each global access
 //! is guarded, and tile elements past an edge of A or B are zero-filled in
@@ -49,8 +62,10 @@ pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
+pub mod nt;
 pub mod space;
 pub mod tf32x3;
+pub mod tn;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -150,6 +165,10 @@ pub(crate) unsafe fn store_tile<const VEC: bool>(c: *mut f32, acc: &[[f32; 4]; 4
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use nt::NT;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use tn::TN;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
@@ -216,6 +235,32 @@ mod host {
         Reference { values: out, magnitudes: mag }
     }
 
+    /// The `cols` x `rows` transpose of the row-major `rows` x `cols` matrix `x`.
+    pub fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * cols);
+        let mut out = vec![0f32; x.len()];
+        for r in 0..rows {
+            for (c, v) in x[r * cols..(r + 1) * cols].iter().enumerate() {
+                out[c * rows + r] = *v;
+            }
+        }
+        out
+    }
+
+    /// Both inputs as matmul takes them, A `[m, k]` and B `[k, n]`, from A
+    /// stored as `a_rows` x `a_cols` and B as `b_rows` x `b_cols`, each
+    /// transposed where `transpose_a` or `transpose_b` says: the operands of
+    /// `matmul_nt` and `matmul_tn` put back to matmul's layout, for the
+    /// reference and for the tests.
+    pub fn as_matmul_inputs(inputs: &[HostBuf], a: [usize; 2], transpose_a: bool, b: [usize; 2], transpose_b: bool) -> Vec<HostBuf> {
+        let put = |x: &HostBuf, [rows, cols]: [usize; 2], t: bool| {
+            if t { HostBuf::F32(transpose(x.as_f32(), rows, cols)) } else { x.clone() }
+        };
+        vec![put(&inputs[0], a, transpose_a), put(&inputs[1], b, transpose_b)]
+    }
+
+    /// Inputs of `m * k` and `k * n` normal(0, 0.25) values: matmul's, and
+    /// `matmul_nt`'s and `matmul_tn`'s (the same lengths, in another layout).
     pub fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
         let (m, n, k) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
         vec![HostBuf::F32(normal_input(seed, 0, m * k)), HostBuf::F32(normal_input(seed, 1, k * n))]
@@ -315,6 +360,33 @@ mod host {
         &mage_010::STAGE,
     ];
 
+    /// The sweep of matmul, `matmul_nt` and `matmul_tn`.
+    pub static SWEEP: [Workload; 6] = [
+        Workload::new(&[256, 256, 256]),
+        Workload::new(&[512, 512, 512]),
+        Workload::new(&[1024, 1024, 1024]),
+        Workload::new(&[2048, 2048, 2048]),
+        Workload::new(&[4096, 4096, 4096]),
+        Workload::new(&[1000, 1037, 999]),
+    ];
+
+    /// The generators of matmul, `matmul_nt` and `matmul_tn`.
+    pub static GENERATORS: [Generator; 2] = [
+        Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
+        Generator {
+            name: "integers",
+            summary: "every input a uniform integer in -8..=8 (exact sums up to k = 2^18)",
+            generate: generate_integers,
+        },
+    ];
+
+    /// Fewest bytes (A and B read, C written once) and flops of a product
+    /// of dims `[m, n, k]`, whatever the operands' layout.
+    pub fn cost(d: &[u32]) -> (u64, u64) {
+        let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
+        (4 * (m * k + k * n + m * n), 2 * m * n * k)
+    }
+
     /// The op.
     pub static OP: Op = Op {
         name: "matmul",
@@ -322,14 +394,7 @@ mod host {
         dim_names: &["m", "n", "k"],
         min_dims: &[1, 1, 1],
         default_dims: &[1024, 1024, 1024],
-        sweep: &[
-            Workload::new(&[256, 256, 256]),
-            Workload::new(&[512, 512, 512]),
-            Workload::new(&[1024, 1024, 1024]),
-            Workload::new(&[2048, 2048, 2048]),
-            Workload::new(&[4096, 4096, 4096]),
-            Workload::new(&[1000, 1037, 999]),
-        ],
+        sweep: &SWEEP,
         inputs: &[
             Input { file: "a", role: "a", elem: Elem::F32, shape: &[Dim(0), Dim(2)] },
             Input { file: "b", role: "b", elem: Elem::F32, shape: &[Dim(2), Dim(1)] },
@@ -339,20 +404,10 @@ mod host {
         check_inputs: |_, _| Ok(()),
         check_range: |_, _| Ok(()),
         content_reads: &[],
-        generators: &[
-            Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate },
-            Generator {
-                name: "integers",
-                summary: "every input a uniform integer in -8..=8 (exact sums up to k = 2^18)",
-                generate: generate_integers,
-            },
-        ],
+        generators: &GENERATORS,
         reference,
         tolerance,
-        cost: |d| {
-            let (m, n, k) = (d[0] as u64, d[1] as u64, d[2] as u64);
-            (4 * (m * k + k * n + m * n), 2 * m * n * k)
-        },
+        cost,
         stages: &STAGES,
         outside_contract: &[OutsideContract { stage: "mage-008", why: "TF32 products (one per term)", tolerance: tf32_tolerance }],
         current: current::DISPATCHER,

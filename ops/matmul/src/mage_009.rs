@@ -4,7 +4,9 @@
 //! two warpgroups per block, four shared-memory stages filled by
 //! `cp.async`. Under the op's FP32 tolerance, not outside it.
 //!
-//! Kernel body: [`crate::tf32x3`] (shared with mage-010; frozen: ptxas
+//! Kernel body: [`crate::tf32x3`] with its `KByN` layout (shared with
+//! mage-010, and generic over the layout for `matmul_nt` and `matmul_tn`;
+//! frozen for this layout: ptxas
 //! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
 //! model of `tests/stages.rs`); this module holds its entries and plan.
 //!
@@ -149,34 +151,34 @@
 //! split) and consumers (`setmaxnreg`), or both operands split once before
 //! the product so that the loop only multiplies.
 
-use crate::tf32x3::body;
 pub use crate::tf32x3::{BK, BN, LOOKAHEAD, Rows64, Rows128, SMS, STAGES, THREADS, Tile, shared_bytes, tile_clocks, tile_rows};
+use crate::tf32x3::{KByN, body};
 
 mage_common::kernel! {
     /// 128 rows x 128 columns of C per block; `n`, `k` multiples of 4: 16-byte copies. 256 threads.
     pub unsafe fn matmul_3xtf32_m128_v4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<true, Rows128>(a, b, c, m, n, k) }
+        unsafe { body::<true, Rows128, KByN>(a, b, c, m, n, k) }
     }
 }
 
 mage_common::kernel! {
     /// 128 x 128 per block, any shape: 4-byte copies.
     pub unsafe fn matmul_3xtf32_m128_scalar(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<false, Rows128>(a, b, c, m, n, k) }
+        unsafe { body::<false, Rows128, KByN>(a, b, c, m, n, k) }
     }
 }
 
 mage_common::kernel! {
     /// 64 x 128 per block; `n`, `k` multiples of 4.
     pub unsafe fn matmul_3xtf32_m64_v4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<true, Rows64>(a, b, c, m, n, k) }
+        unsafe { body::<true, Rows64, KByN>(a, b, c, m, n, k) }
     }
 }
 
 mage_common::kernel! {
     /// 64 x 128 per block, any shape.
     pub unsafe fn matmul_3xtf32_m64_scalar(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<false, Rows64>(a, b, c, m, n, k) }
+        unsafe { body::<false, Rows64, KByN>(a, b, c, m, n, k) }
     }
 }
 

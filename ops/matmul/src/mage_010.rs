@@ -1,7 +1,8 @@
 //! mage-010: mage-009's 3xTF32 product on rows that are not 16-byte
 //! aligned, padded first instead of copied by the word.
 //!
-//! Kernel body: [`crate::tf32x3`] (shared with mage-009; frozen: ptxas
+//! Kernel body: [`crate::tf32x3`] with its `KByN` layout (shared with
+//! mage-009; frozen for this layout: ptxas
 //! resources pinned by `tests/resources.rs`, the arithmetic by the 3xTF32
 //! model of `tests/stages.rs`); this module holds its entries, the padding
 //! and the plan.
@@ -65,19 +66,19 @@
 pub use crate::tf32x3::matmul_resize;
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::tf32x3::{BN, THREADS, resize, shared_bytes, tile_rows};
-use crate::tf32x3::{Rows64, Rows128, body};
+use crate::tf32x3::{KByN, Rows64, Rows128, body};
 
 mage_common::kernel! {
     /// 128 x 128 of C per block, rows of a multiple of 4 floats (padded where they were not).
     pub unsafe fn matmul_3xtf32_aligned_m128(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<true, Rows128>(a, b, c, m, n, k) }
+        unsafe { body::<true, Rows128, KByN>(a, b, c, m, n, k) }
     }
 }
 
 mage_common::kernel! {
     /// 64 x 128 of C per block, rows of a multiple of 4 floats.
     pub unsafe fn matmul_3xtf32_aligned_m64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        unsafe { body::<true, Rows64>(a, b, c, m, n, k) }
+        unsafe { body::<true, Rows64, KByN>(a, b, c, m, n, k) }
     }
 }
 

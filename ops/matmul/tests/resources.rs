@@ -14,13 +14,32 @@ fn ptxas_resource_requests() {
     insta::assert_yaml_snapshot!(requests);
 }
 
+/// The same for `matmul_nt`'s stages.
+#[test]
+fn ptxas_resource_requests_nt() {
+    let requests = mage_toolchain::resource_requests(&mage_matmul::NT).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_matmul::NT, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}
+
+/// The same for `matmul_tn`'s stages.
+#[test]
+fn ptxas_resource_requests_tn() {
+    let requests = mage_toolchain::resource_requests(&mage_matmul::TN).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_matmul::TN, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}
+
 /// The crate's PTX targets sm_90a (its `[package.metadata.mage] arch`), and
 /// ptxas keeps the TF32 stages' multiplies asynchronous: none of its notes
 /// on wgmma (C75xx: multiplies serialized, a warpgroup wait or arrive
 /// injected), which it writes when the accumulators are touched between a
 /// multiply and its wait (and, in mage-009, when a partial sum written in
 /// one trip of the K loop is read in the next). mage-009's and mage-010's
-/// entries use no stack and spill nothing.
+/// entries, and the 3xTF32 entries of `matmul_nt` and `matmul_tn`, use no
+/// stack and spill nothing.
 #[test]
 fn ptxas_keeps_the_wgmma_asynchronous() {
     let ptx = mage_toolchain::build_ptx("mage-matmul").unwrap_or_else(|e| panic!("{e}"));
@@ -40,8 +59,8 @@ fn ptxas_keeps_the_wgmma_asynchronous() {
         assert!(text.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{")), "no m64n{n}k8");
     }
     assert!(text.contains("}, {%r"), "no multiply with A from registers");
-    let three: Vec<_> = mage_toolchain::parse_ptxas(&report).into_iter().filter(|r| r.entry.starts_with("matmul_3xtf32")).collect();
-    assert_eq!(three.len(), 6, "mage-009's entries and mage-010's");
+    let three: Vec<_> = mage_toolchain::parse_ptxas(&report).into_iter().filter(|r| r.entry.contains("3xtf32")).collect();
+    assert_eq!(three.len(), 16, "mage-009's entries and mage-010's, matmul_nt's and matmul_tn's");
     for r in three {
         assert_eq!((r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes), (0, 0, 0), "{}", r.entry);
     }

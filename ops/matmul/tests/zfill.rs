@@ -15,8 +15,8 @@ mage_common::kernel! {
         let t = thread_idx_x();
         let n = block_dim_x();
         unsafe {
-            cp_async_ca_16_zfill(t * 16, x, if clamp == 1 && t % 5 == 0 { 0 } else { 4 * t }, 4 * (t % 5));
-            cp_async_ca_4_zfill((4 * n + t) * 4, x, t, if t % 2 == 0 { 4 } else { 0 });
+            cp_async_ca_16_zfill(t * 16, x, if clamp == 1 && t.is_multiple_of(5) { 0 } else { 4 * t }, 4 * (t % 5));
+            cp_async_ca_4_zfill((4 * n + t) * 4, x, t, if t.is_multiple_of(2) { 4 } else { 0 });
         }
         cp_async_commit();
         cp_async_wait_group::<0>();
