@@ -3,9 +3,10 @@
 //! of rows and writes one partial row to a scratch `[chunks, stride]`, then
 //! a second, short pass that adds each column's partials over the chunks.
 //!
-//! * [`combine_groups`]: a block whose `groups` groups of threads each
-//!   summed a quad of columns over their own rows adds the groups, in group
-//!   order, into one partial quad per column quad (one barrier).
+//! * [`publish_quads`] and [`group_total`]: a block whose `groups` groups
+//!   of threads each summed quads of columns over their own rows adds the
+//!   groups, in group order, into one partial quad per column quad (one
+//!   barrier between the two, the sums spread over the block's threads).
 //! * [`column_total`]: the body of a totals kernel: a block of
 //!   [`TOTALS_THREADS`] threads adds [`TOTALS_COLUMNS`] columns' partials,
 //!   each warp a contiguous segment of the chunks in chunk order, then the
@@ -17,8 +18,10 @@
 use super::*;
 
 /// Threads of a block running [`column_total`].
-pub const TOTALS_THREADS: u32 = 256;
-/// Warps of such a block: the segments each column's chunks are cut into.
+pub const TOTALS_THREADS: u32 = 1024;
+/// Warps of such a block: the segments each column's chunks are cut into
+/// (32, so that a thread loads a few partials at the chunk counts met, a
+/// round trip to L2 or two, and not a long chain).
 pub const TOTALS_WARPS: u32 = TOTALS_THREADS / 32;
 /// Columns one such block totals (one a lane).
 pub const TOTALS_COLUMNS: u32 = 32;
@@ -27,22 +30,29 @@ pub const TOTALS_SHARED_BYTES: u32 = TOTALS_THREADS * 4;
 /// Partials a thread of [`column_total`] loads before it adds them.
 const BATCH: u32 = 8;
 
-/// Adds the quads `acc` of `groups` groups of `lanes` threads (thread
-/// `group·lanes + lane` holding the quad of lane `lane`) in group order:
-/// group 0's threads get the block's sums, `Σ_g acc[g][lane]` added
-/// `g = 0, 1, ...`; the others get zeros. Every thread of the block calls
-/// it (one barrier); it uses `groups·lanes·16` bytes of shared memory from
-/// byte `offset` (16-byte aligned).
+/// Publishes the `N` quads of column sums `sums` a thread holds, thread
+/// `lane` of group `group` of a block whose `groups` groups of `lanes`
+/// threads each summed the same columns over their own rows: quad `j` to
+/// the shared bytes at `offset + 16·((j·groups + group)·lanes + lane)`
+/// (`offset` 16-byte aligned; `16·N·groups·lanes` bytes in all). A barrier
+/// must follow before [`group_total`] reads them.
 #[inline(always)]
-pub fn combine_groups(offset: u32, acc: F32x4, group: u32, lane: u32, lanes: u32, groups: u32) -> F32x4 {
-    smem_st4(offset + 16 * (group * lanes + lane), acc);
-    sync_threads();
-    let mut sum = F32x4::ZERO;
-    if group == 0 {
-        sum = acc;
-        for g in 1..groups {
-            sum = sum.zip(smem_ld4(offset + 16 * (g * lanes + lane)), |a, b| a + b);
-        }
+pub fn publish_quads<const N: usize>(offset: u32, sums: &[F32x4; N], group: u32, lane: u32, lanes: u32, groups: u32) {
+    for (j, q) in sums.iter().enumerate() {
+        smem_st4(offset + 16 * ((j as u32 * groups + group) * lanes + lane), *q);
+    }
+}
+
+/// The block's sum of published quad `o = j·lanes + lane` (quad `j` of
+/// lane `lane`, see [`publish_quads`]): the groups' quads added in group
+/// order, `g = 0, 1, ...`. Any thread may add any `o`, so a block spreads
+/// the `N·lanes` sums over all its threads.
+#[inline(always)]
+pub fn group_total(offset: u32, o: u32, lanes: u32, groups: u32) -> F32x4 {
+    let (j, lane) = (o / lanes, o % lanes);
+    let mut sum = smem_ld4(offset + 16 * (j * groups * lanes + lane));
+    for g in 1..groups {
+        sum = sum.zip(smem_ld4(offset + 16 * ((j * groups + g) * lanes + lane)), |a, b| a + b);
     }
     sum
 }

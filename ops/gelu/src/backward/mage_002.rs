@@ -20,8 +20,8 @@
 //! in registers; at the end of the chunk the eight warps' sums are added
 //! in warp order through shared memory and one partial row per block goes
 //! to a scratch `[chunks, ⌈width/4⌉·4]`. The second kernel adds each
-//! column's partials: a block of 256 threads a 32-column strip, each warp a
-//! contiguous eighth of the chunks in chunk order, then the eighths in
+//! column's partials: a block of 1024 threads a 32-column strip, each warp
+//! a contiguous 32nd of the chunks in chunk order, then the 32 segments in
 //! order. Every grouping follows from the shape, so dbias is the same bits
 //! on every run; no floating-point atomics. dx is mage-001's bits (the same
 //! [`gelu_grad_with`]); dbias is regrouped, within the tolerance's
@@ -41,8 +41,8 @@
 //!
 //! Prediction (H200, ~4 TB/s HBM, hot L2 of 50 MB): the first pass moves
 //! `12·rows·width` bytes (x, dy read, dx written) in one launch; the second
-//! reads `4·chunks·width` (0.1-0.6 MB) from L2 with 24-128 blocks, a few
-//! µs of latency (each thread loads ⌈chunks/8⌉ partials, 8 at a time).
+//! reads `4·chunks·width` (0.1-0.6 MB) from L2 with 24-128 blocks, about
+//! 2 µs of latency (each thread loads ⌈chunks/32⌉ ≤ 6 partials together).
 //! Four blocks of eight warps an SM, each warp two rows' 16-byte loads of
 //! x and dy in flight (4 KB), are 64 KB in flight an SM, above the ~20 KB
 //! that 4 TB/s at ~600 ns of latency needs. 4096x768 (37.7 MB, x and dy
@@ -55,7 +55,7 @@
 //! Measured: not yet measured on the GPU.
 
 use super::element_gradient::gelu_grad_with;
-use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS, column_total, combine_groups};
+use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS, column_total, group_total, publish_quads};
 use mage_common::device::*;
 
 /// Threads per block of the tile kernel.
@@ -172,9 +172,10 @@ mage_common::kernel! {
             }
         }
         // Columns past `width` (in a scalar quad) summed zeros: the pad.
-        let sum = combine_groups(0, acc, group, lane, 32, GROUPS);
+        publish_quads(0, &[acc], group, lane, 32, GROUPS);
+        sync_threads();
         if group == 0 && c < stride {
-            unsafe { st4(partials, k * stride + c, sum) };
+            unsafe { st4(partials, k * stride + c, group_total(0, lane, 32, GROUPS)) };
         }
     }
 }
