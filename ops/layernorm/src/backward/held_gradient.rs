@@ -206,23 +206,48 @@ pub unsafe fn held_gradient<const T: u32, const Q: usize, const R: u32, const SA
         slot ^= SLOT_BYTES;
         slot
     };
-    let mut r = start + group;
-    while r < start + chunk_rows {
-        // A row past the chunk (or the matrix) loads the chunk's last row
-        // and is dropped: no stores, zeros in the column sums.
-        let active = r < end;
+    // Row `r`'s quads of x and dy and its saved statistics (or its first
+    // element, the shift). A row past the chunk (or the matrix) loads the
+    // chunk's last row and is dropped: no stores, zeros in the column sums.
+    let load = |r: u32| {
         let base = r.min(end - 1) * width;
         let (mut xs, mut ds) = ([F32x4::ZERO; Q], [F32x4::ZERO; Q]);
         each::<Q>(|i| unsafe {
             xs[i] = load_quad(x, base + at(i), at(i), width, aligned);
-            ds[i] = keep(load_quad(dy, base + at(i), at(i), width, aligned), i, active);
+            ds[i] = keep(load_quad(dy, base + at(i), at(i), width, aligned), i, r < end);
         });
-        // x − shift − centre, masked, and rstd.
-        let (shift, centre, rstd) = if SAVED {
+        let saved = if SAVED {
             let r = r.min(end - 1);
             unsafe { (ld_nc(stats, 3 * r), ld_nc(stats, 3 * r + 1), ld_nc(stats, 3 * r + 2)) }
         } else {
-            let shift = unsafe { ld_nc(x, base) };
+            (unsafe { ld_nc(x, base) }, 0.0, 0.0)
+        };
+        (xs, ds, saved)
+    };
+    let mut r = start + group;
+    // Where a block holds one row (`R = 1`, the widest rows) the next
+    // row's loads are issued before this row's reductions, so that their
+    // latency overlaps this row's barriers and arithmetic: the SM holds one
+    // or two such blocks, and the registers allow it (`tests/resources.rs`).
+    // The narrower entries hold more rows a block and more blocks an SM,
+    // which the prefetch's 16 or more registers would cost them.
+    let prefetch = R == 1;
+    let mut held = if prefetch { load(r) } else { ([F32x4::ZERO; Q], [F32x4::ZERO; Q], (0.0, 0.0, 0.0)) };
+    while r < start + chunk_rows {
+        let (xs, ds, saved) = if prefetch {
+            let this = held;
+            held = load(r + R);
+            this
+        } else {
+            load(r)
+        };
+        let active = r < end;
+        let base = r.min(end - 1) * width;
+        // x − shift − centre, masked, and rstd.
+        let (shift, centre, rstd) = if SAVED {
+            saved
+        } else {
+            let shift = saved.0;
             let mut s = 0.0;
             each::<Q>(|i| s += masked(xs[i], col(i), width, |a| a - shift).sum());
             let mean0 = group_sums::<T, 1>([s], next_slot())[0] * inv_n;

@@ -15,9 +15,24 @@
 //! centre are saved apart, not their FP32 sum: the sum would lose what x̂
 //! needs where the mean is far larger than the row's spread (the
 //! far-from-zero case of `tests/backward.rs`). Everything else is
-//! mage-003's: entries, chunks, the totals. The same entries' registers
-//! (72, 87, 84, 86) give the same blocks an SM, so the two gradient
-//! kernels' CUPTI times compare the statistics alone.
+//! mage-003's: entries, chunks, the totals. The entries' registers (72,
+//! 90, 96, 96 against mage-003's 80, 90, 116, 128) give the same blocks
+//! an SM, so the two gradient kernels' CUPTI times compare the statistics
+//! alone.
+//!
+//! Prediction: the row is in registers either way, so recomputing costs
+//! no bytes, only two group reductions a row (a butterfly of five
+//! shuffles each, and for rows over more than one warp a barrier and the
+//! warps' sums from shared memory) and about six operations an element;
+//! saving costs three 4-byte loads a row. The gradient kernels are
+//! memory-bound: within ~3% of each other at 8192x768, 4096x4096 and
+//! 16384x4096, up to ~10% apart (mage-004's the faster) at 4096x768 and
+//! 1024x2048, where a block's rows are few and the barriers of each row
+//! sit between its loads and its stores. The whole plan is slower than
+//! mage-003's: the statistics kernel reads x once more (a third more
+//! bytes, ~4 µs at 4096x768, ~70 µs at 16384x4096), which is why
+//! `current` picks mage-003 for this op, whose inputs carry no saved
+//! statistics.
 //!
 //! Measured: not yet measured on the GPU.
 
@@ -48,8 +63,8 @@ mage_common::kernel! {
 gradient_entries! { saved;
     layernorm_backward_saved_32x2x8 => (32, 2, 8, 80, 3),
     layernorm_backward_saved_96x2x2 => (96, 2, 2, 96, 3),
-    layernorm_backward_saved_256x2x1 => (256, 2, 1, 96, 2),
-    layernorm_backward_saved_512x2x1 => (512, 2, 1, 96, 1),
+    layernorm_backward_saved_256x2x1 => (256, 2, 1, 128, 2),
+    layernorm_backward_saved_512x2x1 => (512, 2, 1, 128, 1),
 }
 
 /// Every kernel entry of the stage.
