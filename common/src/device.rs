@@ -612,3 +612,4 @@ pub fn smem_ld2(offset: u32) -> [f32; 2] {
 }
 
 pub mod atomic;
+pub mod column_sums;

@@ -9,7 +9,7 @@
 use mage_common::fixtures::Rng;
 use mage_common::numeric::{EX2_APPROX_REL, compare};
 use mage_common::op::{HostBuf, check_current, check_stage, emulate};
-use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001};
+use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001, mage_002};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -126,9 +126,11 @@ fn zeros_and_a_missing_term_fail() {
 fn dbias_is_the_same_bits_on_every_run_and_each_output_is_located() {
     let dims = [33u32, 70];
     let x = inputs(dims[0], dims[1], Dist::Normal(1.0), 1.0, 9);
-    let a = emulate(&BACKWARD, STAGES[0], &dims, &x).unwrap();
-    let b = emulate(&BACKWARD, STAGES[0], &dims, &x).unwrap();
-    assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    for stage in STAGES {
+        let a = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+        let b = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+        assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{}", stage.name);
+    }
     assert_eq!(BACKWARD.output_offsets(&dims), [0, 33 * 70, 33 * 70 + 70]);
     assert_eq!(BACKWARD.locate_output(&dims, 33 * 70 + 5), "dbias [5]");
     assert_eq!(BACKWARD.locate_output(&dims, 71), "dx [1, 1]");
@@ -167,4 +169,42 @@ fn mage_001_holds_with_ex2_at_the_edges_of_its_contract() {
         }
     }
     assert!(worst.0 < 0.1, "worst at z = {}: {} of the allowance", worst.1, worst.0);
+}
+
+/// mage-002's chunks: many chunks of one row a warp (1600x5, 200 chunks:
+/// the totals' batches of 8 and their remainders), a last chunk shorter
+/// than the others (1700x132, two tiles, the second of one quad), widths
+/// not a multiple of 4 past one tile (9x1029, 23x515), each stage against
+/// the reference and twice the same bits; dx is mage-001's bits.
+#[test]
+fn chunked_shapes_on_every_stage_twice_the_same_bits() {
+    for (rows, width) in [(1600u32, 5u32), (1700, 132), (9, 1029), (23, 515), (1, 4)] {
+        let dims = [rows, width];
+        let per = mage_002::chunk_rows(rows, width);
+        assert_eq!(per % mage_002::GROUPS, 0);
+        let x = inputs(rows, width, Dist::Normal(1.0), 1.0, rows as u64 * 7 + width as u64);
+        let mut outs = Vec::new();
+        for stage in STAGES {
+            check_stage(&BACKWARD, stage, &dims, &x).unwrap_or_else(|e| panic!("{} at {rows}x{width}: {e}", stage.name));
+            let a = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+            let b = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+            assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "{} at {rows}x{width}: two runs differ", stage.name);
+            outs.push(a);
+        }
+        let n = (rows * width) as usize;
+        assert!(
+            outs[0][..n].iter().zip(&outs[1][..n]).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "dx differs from mage-001's at {rows}x{width}"
+        );
+    }
+}
+
+/// The chunk rule at the sweep shapes: about 1056 blocks, whole rows a warp.
+#[test]
+fn the_chunk_rule_fills_the_gpu_at_the_sweep_shapes() {
+    for (rows, width, per) in [(4096u32, 768u32, 24u32), (8192, 768, 48), (4096, 3072, 96), (16384, 4096, 504), (1000, 1001, 8)] {
+        assert_eq!(mage_002::chunk_rows(rows, width), per, "{rows}x{width}");
+        let blocks = width.div_ceil(mage_002::TILE) * rows.div_ceil(per);
+        assert!((900..=1100).contains(&blocks), "{rows}x{width}: {blocks} blocks");
+    }
 }

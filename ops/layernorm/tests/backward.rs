@@ -122,3 +122,58 @@ fn the_column_sums_are_the_same_bits_on_every_run_and_each_output_is_located() {
     assert_eq!(BACKWARD.locate_output(&dims, 73), "dx [1, 1]");
     assert_eq!(BACKWARD.locate_output(&dims, 33 * 72 + 143), "dbeta [71]");
 }
+
+/// The held-row stages (mage-003, mage-004) on every entry, on rows that
+/// are not a multiple of a chunk, widths not a multiple of 4 (the scalar
+/// path) and up to the widest entry (4096), one row and a column of one,
+/// and many chunks (2500x3: 313 chunks, the totals' batches of 8 and their
+/// remainders): against the reference, twice the same bits.
+#[test]
+fn the_held_row_stages_across_entries_chunks_and_tails() {
+    use mage_layernorm::backward::{mage_003, mage_004};
+    let shapes = [(1u32, 1u32), (2500, 3), (130, 768), (9, 765), (37, 769), (3, 2048), (19, 2050), (5, 4096), (2, 4093)];
+    for (rows, width) in shapes {
+        let dims = [rows, width];
+        let x = inputs(rows, width, 0.5, 2.0, 1.0, rows as u64 * 31 + width as u64);
+        for stage in [&mage_003::STAGE, &mage_004::STAGE] {
+            assert!((stage.supports)(&dims), "{} refuses {rows}x{width}", stage.name);
+            check_stage(&BACKWARD, stage, &dims, &x).unwrap_or_else(|e| panic!("{} at {rows}x{width}: {e}", stage.name));
+            let a = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+            let b = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+            assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "{} at {rows}x{width}: two runs differ", stage.name);
+        }
+    }
+}
+
+/// Past the widest held row, mage-003 and mage-004 refuse and `current`
+/// takes mage-002; up to it, mage-003.
+#[test]
+fn current_takes_mage_002_past_the_widest_held_row() {
+    use mage_layernorm::backward::{mage_002, mage_003, mage_004};
+    for w in [4097u32, 8192] {
+        assert!(!(mage_003::STAGE.supports)(&[4, w]) && !(mage_004::STAGE.supports)(&[4, w]));
+        assert_eq!(BACKWARD.dispatch(&[4, w], &inputs(4, w, 0.0, 1.0, 1.0, 1)).name, mage_002::STAGE.name);
+    }
+    for w in [1u32, 3, 768, 4096] {
+        assert_eq!(BACKWARD.dispatch(&[4, w], &inputs(4, w, 0.0, 1.0, 1.0, 1)).name, mage_003::STAGE.name);
+    }
+    let x = inputs(3, 4100, 0.0, 1.0, 1.0, 3);
+    check_current(&BACKWARD, &[3, 4100], &x).unwrap();
+}
+
+/// The chunk rule at the sweep shapes: the entry, rows per chunk and chunks.
+#[test]
+fn the_chunk_rule_at_the_sweep_shapes() {
+    use mage_layernorm::backward::held_gradient::{chunk_rows, entry_for};
+    use mage_layernorm::backward::mage_003::ENTRIES;
+    for (rows, width, threads, per, chunks) in [
+        (4096u32, 768u32, 96u32, 12u32, 342u32),
+        (8192, 768, 96, 22, 373),
+        (1024, 2048, 256, 4, 256),
+        (4096, 4096, 512, 32, 128),
+        (16384, 4096, 512, 125, 132),
+    ] {
+        let e = entry_for(ENTRIES, width);
+        assert_eq!((e.threads, chunk_rows(e, rows), rows.div_ceil(chunk_rows(e, rows))), (threads, per, chunks), "{rows}x{width}");
+    }
+}

@@ -42,3 +42,25 @@ fn entries_keep_to_their_register_budgets() {
         }
     }
 }
+
+/// The same for the entries of `layernorm_backward`'s held-row stages,
+/// and the blocks an SM each counts on follow from those registers.
+#[test]
+fn backward_entries_keep_to_their_register_budgets() {
+    use mage_layernorm::backward::{mage_003, mage_004};
+    let requests = mage_toolchain::resource_requests(&mage_layernorm::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    for entries in [mage_003::ENTRIES, mage_004::ENTRIES] {
+        for e in entries {
+            let r = requests.iter().find(|r| r.resources.entry == e.kernel.name).expect("every entry is in the PTX");
+            assert!(
+                r.resources.registers <= e.registers,
+                "{} takes {} registers; its stage counts on at most {}",
+                e.kernel.name,
+                r.resources.registers,
+                e.registers
+            );
+            assert_eq!(r.resources.stack_frame_bytes, 0, "{} keeps its quads in local memory", e.kernel.name);
+            assert_eq!(65536 / (e.registers.div_ceil(8) * 8 * e.block()), e.blocks_per_sm, "{}", e.kernel.name);
+        }
+    }
+}

@@ -2,9 +2,10 @@
 //! column for dbias, rows in order.
 //!
 //! Kernel bodies: this module (`gelu_backward_elements`,
-//! `gelu_backward_columns`, the element's arithmetic in [`gelu_grad_with`]);
-//! its constants [`A0`] and [`A1`] in the crate root, shared with the
-//! forward stages, and [`W0`] and [`W1`] in [`backward`](super).
+//! `gelu_backward_columns`); the element's arithmetic, [`gelu_grad_with`],
+//! in [`element_gradient`](super::element_gradient), shared with mage-002
+//! (its constants `A0` and `A1` in the crate root, shared with the forward
+//! stages, and `W0` and `W1` in [`backward`](super)).
 //!
 //! The plain form, written to be obviously right. With `z = x + bias`,
 //! `u = √(2/π)(z + 0.044715 z³)`, `σ = σ(2u) = (1 + tanh u)/2` and `w =
@@ -58,30 +59,13 @@
 //! Not measured yet: it is the reference point later stages are judged
 //! against.
 
-use super::{W0, W1};
-use crate::{A0, A1};
+pub use super::element_gradient::{W_CLAMP, gelu_grad_with};
 use mage_common::device::*;
 
 /// Threads per block of the element kernel.
 pub const THREADS: u32 = 256;
 /// Threads per block of the column kernel.
 pub const COLUMN_THREADS: u32 = 128;
-/// `w` is formed from z clamped to ±this: past |z| ≈ 13 `ex2` is 0 already.
-pub const W_CLAMP: f32 = 32.0;
-
-/// `dy·gelu'(z)` with `ex2` standing for `ex2.approx` (the kernel passes
-/// [`ex2_approx`]; tests pass it perturbed to the edge of its contract).
-#[inline(always)]
-pub fn gelu_grad_with(z: f32, dy: f32, ex2: impl Fn(f32) -> f32) -> f32 {
-    let z2 = z * z;
-    let s = z * fma(A1, z2, A0);
-    let zc = z.clamp(-W_CLAMP, W_CLAMP);
-    let w = zc * fma(W1, zc * zc, W0);
-    let h = ex2(-0.5 * s.abs());
-    let q = h * h;
-    let r = 1.0 / (1.0 + q);
-    if z >= 0.0 { dy * r * (1.0 + w * (q * r)) } else { (dy * h) * h * r * (1.0 + w * r) }
-}
 
 mage_common::kernel! {
     /// Thread `i` of the flat grid writes `dx[i]`.

@@ -13,8 +13,12 @@
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | a thread per element for dx (σ and 1 − σ from one `ex2.approx`), a thread per column for dbias, rows in order |
+//! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with`, of mage-001 and mage-002 |
 
+pub mod element_gradient;
 pub mod mage_001;
+pub mod mage_002;
 
 /// `2·√(2/π)`: `w = z·(W0 + W1·z²) = z·d(2u)/dz`.
 pub const W0: f32 = (2.0 * crate::SQRT_2_OVER_PI) as f32;
@@ -123,7 +127,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 1] = [&mage_001::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "gelu_backward",
@@ -153,6 +157,9 @@ mod host {
         },
         stages: &STAGES,
         outside_contract: &[],
-        current: Dispatcher { summary: "mage-001 always", reads: &[], choose: |_, _| &mage_001::STAGE },
+        // mage-002 at every shape: it reads x and dy once and sums dbias
+        // from registers (mage-001 reads dx back with one thread a column),
+        // and it supports every shape, tails included.
+        current: Dispatcher { summary: "mage-002 always", reads: &[], choose: |_, _| &mage_002::STAGE },
     };
 }
