@@ -49,7 +49,8 @@
 //! dY normal(0, 0.25) from a stream of its own. Both draw sources
 //! uniformly, so the out-degrees (the lengths of dX's sums) are about
 //! `edges / n` on either; `power-law` makes some rows heavy: their rows
-//! of dY are read by many of dw's dot products.
+//! of dY are read by many of dw's dot products. The transpose is built
+//! from the graph by [`transpose_csr`] ([`with_transpose`]).
 //!
 //! # Tolerance
 //!
