@@ -41,7 +41,21 @@
 //! edges in flight at a time); in mage-001 it is the same walk with one
 //! edge in flight, after ranks quadratic in its out-degree. So mage-002 is
 //! ahead on every graph, and the dispatcher has nothing in the graph to
-//! read.
+//! read. (A split of a very long out-edge list over several groups, its
+//! partial sums added in a fixed order by a second kernel, would make such
+//! a node fast too; it is not built, and then the dispatcher would read
+//! the largest out-degree from `t_rowptr`.)
+//!
+//! The transpose is built on the host. A build on the GPU once per graph
+//! is mage-001's count, scan, fill and order kernels (`colptr` is
+//! `t_rowptr` and `order` is `t_edges`) and one gather (`t_rows[k] =
+//! row[order[k]]`); registering it as an op of its own
+//! (`neighbor_transpose`: rowptr, indices → t_rowptr, t_rows, t_edges)
+//! needs u32 outputs, which the registry does not have: [`Output`](mage_common::op::Output) carries
+//! no element type, and every output is poisoned, downloaded and compared
+//! as f32 against an f64 reference under a tolerance. An exact comparison,
+//! a u32 poison and download in the runner, and the Python module's output
+//! dtypes would come first.
 //!
 //! # Generators
 //!
