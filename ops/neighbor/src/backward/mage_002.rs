@@ -58,9 +58,14 @@
 //! on both generators (their sources are drawn alike), against mage-001's
 //! 47 and torch.compile's 8.4 (`results/backward-2`). At 65536x64x1048576:
 //! 268 MB of gathers from L2, 33 MB of x and dX, about 75 MB of sectors:
-//! about 380 MB through L2, about 40 µs, against mage-001's 572 and
-//! torch.compile's 110. A node that is the source of `D` edges is `D / 8`
-//! steps of one group: about 1 µs per thousand out-edges.
+//! about 380 MB through L2, about 40 µs on either generator, against
+//! mage-001's 586 and 572 and torch.compile's 115 and 110. At 7x9x23 (one
+//! block of four warps, one float per lane): the launch and about three
+//! dependent L2 round trips, about 1.5 µs (the forward's one-kernel
+//! stages take 1.3 there), against torch.compile's 2.16. A node that is
+//! the source of `D` edges is `D / 8` steps of one group, each about two
+//! dependent L2 round trips (0.5 to 1 µs): some 60 to 120 µs per thousand
+//! out-edges, the case the split noted in the op's doc would take.
 //!
 //! Measured: not yet measured on the GPU.
 
