@@ -16,7 +16,7 @@
 //! | [`mage_005`] | light rows one warp each (several per warp on large graphs, the next row's loads issued early), heavy rows in equal chunks of edges, summed per block and added with `red.global.add.f32` (`width % 4 == 0`) |
 //! | [`merge_path`] | mage-002's and mage-003's partition of rows + edges into shares, the carries' fix-up kernel and their two-launch plan |
 //! | [`gather`] | mage-004's and mage-005's edge batches, lane groups and 128-bit gather loop |
-//! | [`graph`] | the generators' graphs, [`max_degree`] and [`check_csr`] |
+//! | [`graph`] | the generators' graphs, [`max_degree`], [`check_csr`], and the transpose by source the gradient reads ([`transpose_csr`], [`check_transpose`]) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-004 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
 //! | [`backward`] | `neighbor_backward`, the gradients dX (the transposed sum) and dw (a dot product per edge): an op of its own with its own stages |
 //!
@@ -71,7 +71,9 @@ pub mod merge_path;
 
 pub use gather::{EdgeBatch, GATHERS_IN_FLIGHT, QuadGroups, accumulate};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use graph::{GENERATORS, POWER_LAW_SKEW, check_csr, degrees, generate_with_skew, max_degree, rowptr_of};
+pub use graph::{
+    GENERATORS, POWER_LAW_SKEW, Transpose, check_csr, check_transpose, degrees, generate_with_skew, max_degree, rowptr_of, transpose_csr,
+};
 pub use merge_path::{FIX_THREADS, neighbor_fixup};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use merge_path::{merge_items, merge_plan, merge_supports};

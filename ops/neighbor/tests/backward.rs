@@ -5,12 +5,13 @@
 //! 1..70) and on data of any scale; an output of zeros and a planted wrong
 //! gradient fail; the outputs are the FP32 chains in the documented order,
 //! the same bits on every run; a malformed graph is refused with the
-//! forward's message; each output is located by name.
+//! forward's message, and a transpose that is not the graph's with one
+//! line naming what is wrong; each output is located by name.
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, Op, check_current, check_stage, emulate};
-use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum};
+use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum, mage_002, with_transpose};
 use mage_neighbor::{OP, rowptr_of};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -35,7 +36,7 @@ fn graph(n: u32, width: u32, edges: u32, row_step: u32, heavy_row: u32, hub: u32
         (0..edges).map(|_| if r.below(1000) < hub as u64 { hub_node } else { r.below(sources as u64) as u32 }).collect();
     let mut normal = |len: u32| HostBuf::F32(r.normal_vec(len as usize, 0.0, 1.0).iter().map(|v| v * scale).collect());
     let (x, w, dy) = (normal(n * width), normal(edges), normal(n * width));
-    vec![x, w, HostBuf::U32(rowptr_of(&deg)), HostBuf::U32(indices), dy]
+    with_transpose(&[n, width, edges], vec![x, w, HostBuf::U32(rowptr_of(&deg)), HostBuf::U32(indices), dy])
 }
 
 /// Every stage and `current` on these inputs.
@@ -89,12 +90,12 @@ fn no_edges_give_zeros_and_an_empty_dw() {
 
 #[test]
 fn every_stage_holds_at_any_scale() {
-    for scale in [1e-6f32, 1e6, 1e15] {
-        let dims = [30u32, 37, 400];
+    for (scale, width) in [1e-6f32, 1e6, 1e15].into_iter().flat_map(|s| [(s, 37u32), (s, 64)]) {
+        let dims = [30u32, width, 400];
         let inputs = graph(dims[0], dims[1], dims[2], 2, 300, 200, 25, scale, 17);
         for stage in STAGES {
-            let cmp = check_stage(&BACKWARD, stage, &dims, &inputs).unwrap_or_else(|e| panic!("scale {scale:e}: {e}"));
-            assert!(cmp.worst_ratio < 0.5, "{} at scale {scale:e}: {}", stage.name, cmp.worst_ratio);
+            let cmp = check_stage(&BACKWARD, stage, &dims, &inputs).unwrap_or_else(|e| panic!("scale {scale:e} width {width}: {e}"));
+            assert!(cmp.worst_ratio < 0.5, "{} at scale {scale:e} width {width}: {}", stage.name, cmp.worst_ratio);
         }
     }
 }
@@ -181,33 +182,70 @@ fn row_of(rowptr: &[u32], e: usize) -> usize {
 
 /// The outputs as the stage's doc defines their FP32 sums: each node's
 /// out-edges in increasing order as one `fma` chain, each dot product in
-/// column order. Bit for bit: nothing depends on the order the integer
-/// atomics landed in.
+/// the stage's order (mage-001: columns in order; mage-002: a fixed tree
+/// over lanes, chunk by chunk). Bit for bit: nothing depends on the order
+/// the integer atomics landed in. Widths of one float per lane (19, 150:
+/// five chunks), of quads (64; 136: two chunks) and of one lane per node
+/// (1, 4).
 #[test]
 fn the_outputs_are_the_documented_chains_the_same_bits_on_every_run() {
-    let dims = [33u32, 19, 900];
-    let (n, width) = (33usize, 19usize);
-    let inputs = graph(dims[0], dims[1], dims[2], 2, 300, 400, 30, 1.0, 41);
-    let (x, w, rowptr, indices, dy) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_u32(), inputs[3].as_u32(), inputs[4].as_f32());
-    let mut want = vec![0f32; n * width];
-    for (e, &s) in indices.iter().enumerate() {
-        let r = row_of(rowptr, e);
-        for c in 0..width {
-            let acc = &mut want[s as usize * width + c];
-            *acc = w[e].mul_add(dy[r * width + c], *acc);
+    for width in [19u32, 64, 136, 150, 1, 4] {
+        let dims = [33u32, width, 900];
+        let (n, width) = (33usize, width as usize);
+        let inputs = graph(dims[0], dims[1], dims[2], 2, 300, 400, 30, 1.0, 41);
+        let (x, w, rowptr, indices, dy) =
+            (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_u32(), inputs[3].as_u32(), inputs[4].as_f32());
+        let mut want = vec![0f32; n * width];
+        for (e, &s) in indices.iter().enumerate() {
+            let r = row_of(rowptr, e);
+            for c in 0..width {
+                let acc = &mut want[s as usize * width + c];
+                *acc = w[e].mul_add(dy[r * width + c], *acc);
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for stage in STAGES {
+            let mut want = want.clone();
+            for (e, &s) in indices.iter().enumerate() {
+                let (g, src) = (&dy[row_of(rowptr, e) * width..][..width], &x[s as usize * width..][..width]);
+                want.push(if stage.name == "mage-001" { column_chain(g, src) } else { lane_tree(g, src) });
+            }
+            let a = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
+            let b = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
+            assert_eq!(bits(&a), bits(&b), "{} width {width}: two runs differ", stage.name);
+            assert_eq!(bits(&a), bits(&want), "{} width {width}: not the documented chains", stage.name);
         }
     }
-    for (e, &s) in indices.iter().enumerate() {
-        let r = row_of(rowptr, e);
-        want.push((0..width).fold(0f32, |acc, c| dy[r * width + c].mul_add(x[s as usize * width + c], acc)));
+}
+
+/// mage-001's dot product: one `fma` chain over the columns in order.
+fn column_chain(g: &[f32], x: &[f32]) -> f32 {
+    g.iter().zip(x).fold(0f32, |acc, (g, x)| g.mul_add(*x, acc))
+}
+
+/// mage-002's dot product: lanes of vectors of 4 floats (`width % 4 ==
+/// 0`) or 1, a group of `size` lanes per chunk of the row; each lane's
+/// vector an `fma` chain in column order (zero past the row), the lanes
+/// summed by a butterfly over xor 1, 2, ..., `size / 2` (lane 0's value
+/// kept), the chunks added in order.
+fn lane_tree(g: &[f32], x: &[f32]) -> f32 {
+    let width = g.len() as u32;
+    let v = if width.is_multiple_of(4) { 4 } else { 1 };
+    let size = mage_002::group_size(width, v) as usize;
+    let v = v as usize;
+    let mut total = 0f32;
+    for (chunk, c0) in (0..g.len()).step_by(size * v).enumerate() {
+        let mut p: Vec<f32> = (0..size)
+            .map(|slot| (c0 + slot * v..c0 + slot * v + v).filter(|&c| c < g.len()).fold(0f32, |acc, c| g[c].mul_add(x[c], acc)))
+            .collect();
+        let mut m = 1;
+        while m < size {
+            p = (0..size).map(|l| p[l] + p[l ^ m]).collect();
+            m *= 2;
+        }
+        total = if chunk == 0 { p[0] } else { total + p[0] };
     }
-    let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-    for stage in STAGES {
-        let a = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
-        let b = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
-        assert_eq!(bits(&a), bits(&b), "{}: two runs differ", stage.name);
-        assert_eq!(bits(&a), bits(&want), "{}: not the documented chains", stage.name);
-    }
+    total
 }
 
 #[test]
@@ -220,10 +258,18 @@ fn malformed_graphs_are_refused_with_the_forwards_message() {
             HostBuf::U32(vec![0, 2, 2, 4, 5]),
             HostBuf::U32(vec![0, 3, 1, 1, 2]),
             HostBuf::F32(vec![0.25; 16]),
+            // The transpose: node 0 the source of edge 0 (row 0), node 1
+            // of edges 2 and 3 (row 2), node 2 of edge 4 (row 3), node 3
+            // of edge 1 (row 0).
+            HostBuf::U32(vec![0, 1, 3, 4, 5]),
+            HostBuf::U32(vec![0, 2, 2, 3, 0]),
+            HostBuf::U32(vec![0, 2, 3, 4, 1]),
         ]
     };
     BACKWARD.check_inputs(&dims, &ok()).unwrap();
-    assert_eq!(BACKWARD.content_reads, OP.content_reads);
+    assert_eq!(with_transpose(&dims, ok()[..5].to_vec()), ok());
+    assert_eq!(BACKWARD.content_reads[..2], OP.content_reads[..]);
+    assert_eq!(BACKWARD.content_reads[2..], [5, 6, 7]);
     let cases: [(usize, Vec<u32>); 4] =
         [(2, vec![1, 2, 2, 4, 5]), (2, vec![0, 3, 2, 4, 5]), (2, vec![0, 2, 2, 4, 4]), (3, vec![0, 3, 4, 1, 2])];
     for (which, bad) in cases {
@@ -235,16 +281,42 @@ fn malformed_graphs_are_refused_with_the_forwards_message() {
             let err = emulate(&BACKWARD, stage, &dims, &inputs).unwrap_err();
             assert!(err.contains(&forward), "{}: {err}", stage.name);
         }
-        // Only rowptr and indices on the host, as a caller with the rest on a device.
-        let mut graph_only: Vec<HostBuf> = inputs.iter().map(|b| HostBuf::empty(b.elem())).collect();
-        graph_only[2] = inputs[2].clone();
-        graph_only[3] = inputs[3].clone();
-        assert_eq!(BACKWARD.check_contents(&dims, &graph_only).unwrap_err(), forward);
+        // Only the graph and its transpose on the host, as a caller with the rest on a device.
+        assert_eq!(BACKWARD.check_contents(&dims, &graph_only(&inputs)).unwrap_err(), forward);
+    }
+    // A transpose that is not the graph's: each refused in one line naming it.
+    let transposes: [(usize, Vec<u32>, &str); 8] = [
+        (5, vec![1, 1, 3, 4, 5], "t_rowptr.bin: t_rowptr[0] is 1; a transposed row pointer must start at 0"),
+        (5, vec![0, 3, 1, 4, 5], "t_rowptr.bin: t_rowptr decreases at node 1: t_rowptr[1] = 3 > t_rowptr[2] = 1"),
+        (5, vec![0, 1, 3, 4, 4], "t_rowptr.bin: t_rowptr[4] is 4; it must equal the edge count 5"),
+        (5, vec![0, 2, 3, 4, 5], "t_edges.bin: t_edges[1] is 2; node 0's entries must be edges with indices[e] = 0, and indices[2] is 1"),
+        (7, vec![0, 3, 2, 4, 1], "t_edges.bin: t_edges[1] = 3 then t_edges[2] = 2; node 1's edges must be in increasing order"),
+        (7, vec![0, 2, 3, 1, 4], "t_edges.bin: t_edges[3] is 1; node 2's entries must be edges with indices[e] = 2, and indices[1] is 3"),
+        (7, vec![0, 2, 3, 4, 5], "t_edges.bin: t_edges[4] is 5; node 3's entries must be edges with indices[e] = 3 (there are 5 edges)"),
+        (6, vec![0, 2, 2, 3, 1], "t_rows.bin: t_rows[4] is 1; edge 1 is in row 0"),
+    ];
+    for (which, bad, message) in transposes {
+        let mut inputs = ok();
+        inputs[which] = HostBuf::U32(bad);
+        let err = BACKWARD.check_inputs(&dims, &inputs).unwrap_err();
+        assert_eq!(err, message);
+        assert!(!err.contains('\n'));
+        assert_eq!(BACKWARD.check_contents(&dims, &graph_only(&inputs)).unwrap_err(), message);
+        for stage in STAGES {
+            let err = emulate(&BACKWARD, stage, &dims, &inputs).unwrap_err();
+            assert!(err.contains(message), "{}: {err}", stage.name);
+        }
     }
     let mut inputs = ok();
     inputs[4] = HostBuf::F32(vec![0.0; 15]);
     let err = BACKWARD.check_inputs(&dims, &inputs).unwrap_err();
     assert!(err.contains("dy.bin (dY) holds 15"), "{err}");
+}
+
+/// Only the inputs the content check reads (the graph and its transpose),
+/// the others empty.
+fn graph_only(inputs: &[HostBuf]) -> Vec<HostBuf> {
+    inputs.iter().enumerate().map(|(i, b)| if BACKWARD.content_reads.contains(&i) { b.clone() } else { HostBuf::empty(b.elem()) }).collect()
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! `neighbor_backward_fill`, `neighbor_backward_order`,
 //! `neighbor_backward_dx`, `neighbor_backward_dw`).
 //!
-//! The plain form of the gradient, written to be obviously right. Seven
+//! The plain form of the gradient, written to be obviously right. It
+//! builds the transpose itself on every call and ignores the one the op's
+//! inputs now carry (`t_rowptr`, `t_rows`, `t_edges`, added with
+//! mage-002): it stays as it was measured, as history. Seven
 //! launches, in order, over six scratch buffers of u32 words (held as the
 //! bits of f32 elements):
 //!

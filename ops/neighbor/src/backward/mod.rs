@@ -3,8 +3,16 @@
 //!
 //! Inputs: the forward's `a` = x `[n, width]`, `b` = w `[edges]`, `rowptr`
 //! `[n + 1]` (u32) and `indices` `[edges]` (u32), under the same CSR
-//! checks ([`check_csr`]), and `dy` = dY `[n, width]`, the gradient of the
-//! forward's output. Outputs, in order: dX `[n, width]`, dw `[edges]`.
+//! checks ([`check_csr`]), `dy` = dY `[n, width]`, the gradient of the
+//! forward's output, and the graph's transpose by source
+//! ([`transpose_csr`]): `t_rowptr` `[n + 1]`, each node's out-edge
+//! offsets, `t_rows` `[edges]`, the row of each, and `t_edges` `[edges]`,
+//! their edge numbers, each node's in increasing order (u32 all three).
+//! The transpose is a property of the graph alone, so a caller builds it
+//! once per graph, not per call; [`check_transpose`] checks it against
+//! rowptr and indices in `O(n + edges)` before any launch, so a kernel
+//! that walks it reads in bounds and in order whatever a caller passes.
+//! Outputs, in order: dX `[n, width]`, dw `[edges]`.
 //! With `row(e)` the row holding edge `e` (`rowptr[row(e)] <= e <
 //! rowptr[row(e) + 1]`):
 //!
@@ -16,12 +24,38 @@
 //! * `dw[e] = Σ_c dY[row(e), c]·x[indices[e], c]`, a dot product per edge.
 //!
 //! Both are the same bits on every run: no floating-point atomics, each
-//! node's out-edges summed in increasing edge order, each dot product in
-//! column order.
+//! node's out-edges summed in increasing edge order as one chain, each
+//! dot product in an order its stage documents (mage-001: columns in
+//! order; mage-002: a fixed tree over lanes).
 //!
 //! | stage | what changed |
 //! |---|---|
-//! | [`mage_001`] | the transpose built on the GPU with integer atomics (counts), a scan and ranks by edge number; a thread per dX element over its node's out-edges in order, a thread per edge for dw |
+//! | [`mage_001`] | the transpose built on the GPU with integer atomics (counts), a scan and ranks by edge number; a thread per dX element over its node's out-edges in order, a thread per edge for dw (ignores the transpose passed in) |
+//! | [`mage_002`] | one launch over the transpose passed in: a group of lanes per source node, x held in registers, its out-edges walked in order with 8 dY rows gathered at once (128-bit where `width % 4 == 0`), dX and dw in one pass |
+//!
+//! `current` is mage-002 always: it reads each dY row once per edge and
+//! x, dX and the transpose once, where mage-001 also rebuilds the
+//! transpose in six launches and walks each node's list with one
+//! dependent chain of loads per edge per element. A node that is the
+//! source of very many edges is one group's serial walk in mage-002 (8
+//! edges in flight at a time); in mage-001 it is the same walk with one
+//! edge in flight, after ranks quadratic in its out-degree. So mage-002 is
+//! ahead on every graph, and the dispatcher has nothing in the graph to
+//! read. (A split of a very long out-edge list over several groups, its
+//! partial sums added in a fixed order by a second kernel, would make such
+//! a node fast too; it is not built, and then the dispatcher would read
+//! the largest out-degree from `t_rowptr`.)
+//!
+//! The transpose is built on the host. A build on the GPU once per graph
+//! is mage-001's count, scan, fill and order kernels (`colptr` is
+//! `t_rowptr` and `order` is `t_edges`) and one gather (`t_rows[k] =
+//! row[order[k]]`); registering it as an op of its own
+//! (`neighbor_transpose`: rowptr, indices → t_rowptr, t_rows, t_edges)
+//! needs u32 outputs, which the registry does not have: [`Output`](mage_common::op::Output) carries
+//! no element type, and every output is poisoned, downloaded and compared
+//! as f32 against an f64 reference under a tolerance. An exact comparison,
+//! a u32 poison and download in the runner, and the Python module's output
+//! dtypes would come first.
 //!
 //! # Generators
 //!
@@ -29,7 +63,8 @@
 //! dY normal(0, 0.25) from a stream of its own. Both draw sources
 //! uniformly, so the out-degrees (the lengths of dX's sums) are about
 //! `edges / n` on either; `power-law` makes some rows heavy: their rows
-//! of dY are read by many of dw's dot products.
+//! of dY are read by many of dw's dot products. The transpose is built
+//! from the graph by [`transpose_csr`] ([`with_transpose`]).
 //!
 //! # Tolerance
 //!
@@ -44,9 +79,12 @@
 //! gradient is not zero.
 //!
 //! [`check_csr`]: crate::graph::check_csr
+//! [`check_transpose`]: crate::graph::check_transpose
+//! [`transpose_csr`]: crate::graph::transpose_csr
 //! [`sum_of_products`]: mage_common::numeric::sum_of_products
 
 pub mod mage_001;
+pub mod mage_002;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -54,7 +92,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::graph::{POWER_LAW_SKEW, check_csr, generate_with_skew};
+    use crate::graph::{POWER_LAW_SKEW, check_csr, check_transpose, generate_with_skew, transpose_csr};
     use mage_common::fixtures::normal_input;
     use mage_common::numeric::{Reference, Tolerance, sum_of_products};
     use mage_common::op::Extent::{Dim, DimPlus1};
@@ -111,28 +149,45 @@ mod host {
         sum_of_products(largest_sum(dims, inputs))
     }
 
-    /// The forward's inputs for this graph, and dY.
+    /// The forward's inputs for this graph, dY, and the graph's transpose.
     fn generate(dims: &[u32], seed: u64, skew: u32) -> Vec<HostBuf> {
         let mut inputs = generate_with_skew(dims, seed, skew);
         inputs.push(HostBuf::F32(normal_input(seed, 4, dims[0] as usize * dims[1] as usize)));
+        with_transpose(dims, inputs)
+    }
+
+    /// `inputs` (x, w, rowptr, indices, dY) with the graph's transpose
+    /// appended ([`transpose_csr`]): the op's eight inputs. The graph must
+    /// pass [`check_csr`].
+    pub fn with_transpose(dims: &[u32], mut inputs: Vec<HostBuf>) -> Vec<HostBuf> {
+        let t = transpose_csr(dims[0], inputs[2].as_u32(), inputs[3].as_u32());
+        inputs.extend([HostBuf::U32(t.t_rowptr), HostBuf::U32(t.t_rows), HostBuf::U32(t.t_edges)]);
         inputs
+    }
+
+    /// The forward's CSR checks ([`check_csr`]), then the transpose against
+    /// the graph ([`check_transpose`]). Reads inputs 2, 3, 5, 6 and 7 only
+    /// (the op's `content_reads`).
+    pub fn check_graph(dims: &[u32], inputs: &[HostBuf]) -> Result<(), String> {
+        check_csr(dims, inputs)?;
+        check_transpose(dims[0], inputs[2].as_u32(), inputs[3].as_u32(), inputs[5].as_u32(), inputs[6].as_u32(), inputs[7].as_u32())
     }
 
     pub static GENERATORS: [Generator; 2] = [
         Generator {
             name: "uniform",
-            summary: "the forward's uniform graph, x and w normal(0, 0.25), dY normal(0, 0.25)",
+            summary: "the forward's uniform graph, x and w normal(0, 0.25), dY normal(0, 0.25), the graph's transpose",
             generate: |d, seed| generate(d, seed, 0),
         },
         Generator {
             name: "power-law",
-            summary: "the forward's power-law graph, x and w normal(0, 0.25), dY normal(0, 0.25)",
+            summary: "the forward's power-law graph, x and w normal(0, 0.25), dY normal(0, 0.25), the graph's transpose",
             generate: |d, seed| generate(d, seed, POWER_LAW_SKEW),
         },
     ];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 1] = [&mage_001::STAGE];
+    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "neighbor_backward",
@@ -153,22 +208,26 @@ mod host {
             Input { file: "rowptr", role: "rowptr", elem: Elem::U32, shape: &[DimPlus1(0)] },
             Input { file: "indices", role: "indices", elem: Elem::U32, shape: &[Dim(2)] },
             Input { file: "dy", role: "dY", elem: Elem::F32, shape: &[Dim(0), Dim(1)] },
+            Input { file: "t_rowptr", role: "t_rowptr", elem: Elem::U32, shape: &[DimPlus1(0)] },
+            Input { file: "t_rows", role: "t_rows", elem: Elem::U32, shape: &[Dim(2)] },
+            Input { file: "t_edges", role: "t_edges", elem: Elem::U32, shape: &[Dim(2)] },
         ],
         outputs: &[Output { file: "dx", role: "dX", shape: &[Dim(0), Dim(1)] }, Output { file: "dw", role: "dw", shape: &[Dim(2)] }],
         constants: &[],
-        check_inputs: check_csr,
+        check_inputs: check_graph,
         check_range: |_, _| Ok(()),
-        content_reads: &[2, 3],
+        content_reads: &[2, 3, 5, 6, 7],
         generators: &GENERATORS,
         reference,
         tolerance,
         cost: |d| {
             let (n, w, e) = (d[0] as u64, d[1] as u64, d[2] as u64);
-            // x and dY read, dX written; w and indices read, dw written; rowptr.
-            (4 * (3 * n * w + 3 * e + n + 1), 4 * e * w)
+            // x and dY read, dX written; w and indices read, dw written; rowptr;
+            // the transpose (t_rowptr, t_rows, t_edges).
+            (4 * (3 * n * w + 5 * e + 2 * (n + 1)), 4 * e * w)
         },
         stages: &STAGES,
         outside_contract: &[],
-        current: Dispatcher { summary: "mage-001 always", reads: &[], choose: |_, _| &mage_001::STAGE },
+        current: Dispatcher { summary: "mage-002 always", reads: &[], choose: |_, _| &mage_002::STAGE },
     };
 }
