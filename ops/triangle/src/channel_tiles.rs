@@ -243,8 +243,9 @@ unsafe fn issue_slab<const TK: usize, const FULL: bool>(slab: &Slab, k0: u32, ch
         let r = p % rows + passes * u;
         let (row, chg) = (slab.row0 + r, ch0 + ch);
         let bytes = if row < n && chg < c { 4 } else { 0 };
-        // This row's first element of the chunk: copy `v` reads `v·kk_step·c`
-        // elements on, an offset from one pointer (one `IMAD.WIDE` a copy).
+        // This row's first element of the chunk: copy `v` reads `v·kk_step`
+        // times the operand's `k` stride (`c`, or `n·c` by columns) elements
+        // on, an offset from one pointer (one `IMAD.WIDE` a copy).
         let x = slab.x;
         let first = x.x.wrapping_add(x.at(row.min(n - 1), (k0 + kk_first).min(n - 1), chg.min(c - 1), n, c) as usize);
         for v in 0..TK as u32 / kk_step {
@@ -666,7 +667,7 @@ channel_tiles_entry!(
 /// `a`, `b`, `d`, `da` and `db` must hold `[n, n, c]` tensors, `n, c ≥
 /// 1`, `da` and `db` apart; the launch as [`gradient_tiles_launch`] makes it.
 #[inline(always)]
-pub unsafe fn gradient_tiles<const S_TI: u32, const S_TJ: u32, const RI: usize, const RJ: usize, const TK: usize, const DEPTH: u32>(
+pub unsafe fn gradient_tiles<const TI: u32, const TJ: u32, const RI: usize, const RJ: usize, const TK: usize, const DEPTH: u32>(
     a: *const f32,
     b: *const f32,
     d: *const f32,
@@ -675,7 +676,7 @@ pub unsafe fn gradient_tiles<const S_TI: u32, const S_TJ: u32, const RI: usize, 
     n: u32,
     c: u32,
 ) {
-    let tiles = n.div_ceil(S_TI) * n.div_ceil(S_TJ);
+    let tiles = n.div_ceil(TI) * n.div_ceil(TJ);
     // SAFETY: n ≥ 1 (the launch's contract): drops the division-by-zero checks.
     unsafe { core::hint::assert_unchecked(tiles > 0) };
     let block = block_idx_x();
@@ -683,7 +684,7 @@ pub unsafe fn gradient_tiles<const S_TI: u32, const S_TJ: u32, const RI: usize, 
     let second = r >= tiles;
     let ij = if second { r - tiles } else { r };
     let (p, q, o) = if second { (Operand::cols(d), Operand::cols(a), db) } else { (Operand::rows(d), Operand::cols(b), da) };
-    unsafe { contract::<S_TI, S_TJ, RI, RJ, TK, DEPTH, false, 1>(p, q, o, n, c, g * tiles + ij) }
+    unsafe { contract::<TI, TJ, RI, RJ, TK, DEPTH, false, 1>(p, q, o, n, c, g * tiles + ij) }
 }
 
 /// A kernel entry running [`gradient_tiles`] with the constant tile shape `$shape`.
