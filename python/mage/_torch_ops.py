@@ -420,10 +420,10 @@ def _matmul_grad(ctx, grad):
     a, b = ctx.saved_tensors
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    g = grad.unsqueeze(-2) if a.dim() == 1 else grad
-    g = g.unsqueeze(-1) if b.dim() == 1 else g
     (m, k), n = a2.shape[-2:], b2.shape[-1]
-    batch = tuple(g.shape[:-2])
+    batch = tuple(torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
+    # The gradient as [*batch, m, n] (1-D operands had an axis dropped).
+    g = grad.reshape(*batch, m, n)
     da = db = None
     if b2.dim() == 2:
         # `a`'s leading dims only: each gradient is one product of the flattened rows.

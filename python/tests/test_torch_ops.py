@@ -176,5 +176,130 @@ class TorchOps(unittest.TestCase):
         self.assertEqual(mage.nn.GELU().approximate, "none")
 
 
+class StandIn:
+    """A `Launcher` that computes each Mage op with float32 torch on the
+    CPU: what the Python side does around a launch (flattening, batching,
+    which gradient op gets which tensors) checked with no GPU."""
+
+    def __init__(self, op):
+        self.op = op
+
+    def run(self, inputs, device, stream, stage="current", graph=None):
+        F = torch.nn.functional
+
+        def ln(x, g, b):
+            return F.layer_norm(x, [x.shape[-1]], g, b, 1e-5)
+
+        def ln_backward(x, g, dy):
+            mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+            rstd = (var + 1e-5).rsqrt()
+            xhat = (x - mu) * rstd
+            dxhat = dy * g
+            dx = rstd * (dxhat - dxhat.mean(-1, keepdim=True) - xhat * (dxhat * xhat).mean(-1, keepdim=True))
+            return [dx, (dy * xhat).sum(0), dy.sum(0)]
+
+        def gelu(x, b):
+            return F.gelu(x + b, approximate="tanh")
+
+        def gelu_backward(x, b, dy):
+            c, k = (2 / torch.pi) ** 0.5, 0.044715
+            z = x + b
+            t = torch.tanh(c * (z + k * z**3))
+            dx = dy * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * k * z * z))
+            return [dx, dx.sum(0)]
+
+        def tri(a, b):
+            return torch.einsum("ikc,jkc->ijc", a, b)
+
+        def rows_of(rowptr):
+            return torch.repeat_interleave(torch.arange(rowptr.shape[0] - 1), (rowptr[1:] - rowptr[:-1]).long())
+
+        def nb(x, w, rowptr, indices):
+            return torch.zeros_like(x).index_add(0, rows_of(rowptr), w[:, None] * x[indices.long()])
+
+        def nb_backward(x, w, rowptr, indices, dy):
+            rows, idx = rows_of(rowptr), indices.long()
+            return [torch.zeros_like(x).index_add(0, idx, w[:, None] * dy[rows]), (dy[rows] * x[idx]).sum(1)]
+
+        i = inputs
+        return {
+                "layernorm": lambda: [ln(*i)],
+                "layernorm_backward": lambda: ln_backward(*i),
+                "gelu": lambda: [gelu(*i)],
+                "gelu_backward": lambda: gelu_backward(*i),
+                "matmul": lambda: [i[0] @ i[1]],
+                "matmul_nt": lambda: [i[0] @ i[1].T],
+                "matmul_tn": lambda: [i[0].T @ i[1]],
+                "triangle": lambda: [tri(*i)],
+                "triangle_backward": lambda: [torch.einsum("ijc,jkc->ikc", i[2], i[1]), torch.einsum("ijc,ikc->jkc", i[2], i[0])],
+                "neighbor": lambda: [nb(*i)],
+                "neighbor_backward": lambda: nb_backward(*i),
+        }[self.op]()
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class TorchSemanticsWithAStandIn(unittest.TestCase):
+    """Every op's forward and gradients against torch's, on the CPU, with
+    Mage's launches replaced by `StandIn`."""
+
+    def setUp(self):
+        if mage is None:
+            if REQUIRED:
+                self.fail("the package `mage` did not import")
+            self.skipTest("the extension module `mage._C` is not built (cargo test builds it)")
+        ops = mage._torch_ops
+        saved = (ops._launcher, ops._check, ops._raw_stream)
+        ops._launcher = lambda op, needed_by: StandIn(op)
+        ops._check = ops._check_fake
+        ops._raw_stream = lambda device: 0
+        self.addCleanup(lambda: setattr(ops, "_launcher", saved[0]) or setattr(ops, "_check", saved[1]) or setattr(ops, "_raw_stream", saved[2]))
+        torch.manual_seed(0)
+
+    def same(self, name, ours, theirs, shapes):
+        xs = [torch.randn(s, dtype=torch.float64).float().requires_grad_() for s in shapes]
+        a, b = ours(*xs), theirs(*xs)
+        self.assertEqual(a.shape, b.shape, name)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=name)
+        g = torch.randn(a.shape)
+        ga = torch.autograd.grad(a, xs, g)
+        gb = torch.autograd.grad(b, xs, g)
+        for i, (p, q) in enumerate(zip(ga, gb)):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4, msg=f"{name}: grad {i}")
+
+    def test_forward_and_gradients_follow_torch(self):
+        F = torch.nn.functional
+        self.same("layer_norm", lambda x, w, b: mage.layer_norm(x, [8], w, b), lambda x, w, b: F.layer_norm(x, [8], w, b), [(2, 3, 8), (8,), (8,)])
+        self.same("layer_norm over two axes", lambda x, w: mage.layer_norm(x, [3, 8], w), lambda x, w: F.layer_norm(x, [3, 8], w), [(2, 3, 8), (3, 8)])
+        self.same("layer_norm no affine", lambda x: mage.layer_norm(x, [8]), lambda x: F.layer_norm(x, [8]), [(5, 8)])
+        self.same("gelu", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [(2, 3, 8)])
+        self.same("bias_gelu", mage.bias_gelu, lambda x, b: F.gelu(x + b, approximate="tanh"), [(2, 3, 8), (8,)])
+        self.same("linear", mage.linear, F.linear, [(2, 3, 8), (5, 8), (5,)])
+        self.same("linear no bias", mage.linear, F.linear, [(4, 8), (5, 8)])
+        for sa, sb in [((5, 7), (7, 3)), ((2, 3, 6, 7), (7, 4)), ((3, 6, 7), (3, 7, 4)), ((2, 1, 6, 7), (5, 7, 4)), ((7,), (7, 4)), ((6, 7), (7,)), ((7,), (7,)), ((3, 7), (2, 7, 4))]:
+            self.same(f"matmul {sa}x{sb}", mage.matmul, torch.matmul, [sa, sb])
+        self.same("matmul_nt", torch.ops.mage.matmul_nt, lambda a, b: a @ b.mT, [(2, 6, 7), (2, 5, 7)])
+        self.same("matmul_tn", torch.ops.mage.matmul_tn, lambda a, b: a.mT @ b, [(7, 6), (7, 5)])
+        tri = lambda a, b: torch.einsum("...ikc,...jkc->...ijc", a, b)
+        self.same("triangle", mage.triangle, tri, [(5, 5, 3), (5, 5, 3)])
+        self.same("triangle batched", mage.triangle, tri, [(2, 4, 4, 3), (2, 4, 4, 3)])
+
+    def test_neighbor_reads_neighbor_backwards_inputs_by_role(self):
+        ops = mage._torch_ops
+        rowptr = torch.tensor([0, 2, 2, 5, 6], dtype=torch.int32)
+        indices = torch.tensor([1, 3, 0, 1, 2, 3], dtype=torch.int32)
+        g = object.__new__(ops.Graph)
+        g.rowptr, g.indices, g.num_nodes, g.info, g.id = rowptr, indices, 4, None, 10**9
+        g._versions = (ops._version(rowptr), ops._version(indices))
+        ops._GRAPHS[g.id] = g
+        rows = torch.tensor([0, 0, 2, 2, 2, 3])
+        ref = lambda x, w: torch.zeros_like(x).index_add(0, rows, w[:, None] * x[indices.long()])
+        self.same("neighbor", lambda x, w: mage.neighbor(g, x, w), ref, [(4, 3), (6,)])
+        self.same("neighbor, trailing dims", lambda x, w: mage.neighbor(g, x, w), lambda x, w: ref(x.reshape(4, 6), w).reshape(4, 2, 3), [(4, 2, 3), (6,)])
+        rowptr.add_(0)
+        with self.assertRaises(mage.MageError) as e:
+            mage.neighbor(g, torch.randn(4, 3), torch.randn(6))
+        self.assertIn("written in place after mage.Graph checked them", str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
