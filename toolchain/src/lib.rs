@@ -200,14 +200,18 @@ pub struct Resources {
     pub spill_load_bytes: u32,
 }
 
-/// The file name Python imports the extension module `mage` from (the
-/// stable ABI, so one build serves every Python from 3.9 on).
-pub const EXTENSION_FILE: &str = "mage.abi3.so";
+/// Where the extension module `mage._C` lies under a directory on
+/// Python's path (the stable ABI, so one build serves every Python from
+/// 3.9 on): inside the package folder `mage/`, beside its `.py` files in a
+/// bundle or a wheel.
+pub const EXTENSION_FILE: &str = "mage/_C.abi3.so";
 
-/// Builds the Python extension `mage` (crate `mage-python`) and returns the
-/// path of `mage.abi3.so` under `target/python/<profile>/`. Its own target
-/// directory lets a test or build script call this while an outer cargo
-/// holds `target/`.
+/// Builds the Python extension `mage._C` (crate `mage-python`) and returns
+/// the directory to put on Python's path after `python/` (the package's
+/// `.py` files): `target/python/<profile>/`, which holds
+/// [`EXTENSION_FILE`] (the package's `__init__.py` extends its path to
+/// it). Its own target directory lets a test or build script call this
+/// while an outer cargo holds `target/`.
 pub fn build_python_extension(release: bool) -> Result<PathBuf, String> {
     let target = workspace_root().join("target/python");
     let mut c = cargo();
@@ -218,8 +222,11 @@ pub fn build_python_extension(release: bool) -> Result<PathBuf, String> {
     run(c, "cargo build -p mage-python")?;
     let dir = target.join(if release { "release" } else { "debug" });
     let ext = dir.join(EXTENSION_FILE);
+    std::fs::create_dir_all(ext.parent().expect("a file in a folder")).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::fs::copy(dir.join("libmage.so"), &ext).map_err(|e| format!("{}: {e}", dir.join("libmage.so").display()))?;
-    Ok(ext)
+    // The module of the flat layout before the package, if an older build left it.
+    let _ = std::fs::remove_file(dir.join("mage.abi3.so"));
+    Ok(dir)
 }
 
 /// Runs `ptxas -v` on a PTX file, for the architecture its `.target` names,

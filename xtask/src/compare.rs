@@ -106,7 +106,8 @@ impl Drop for WorkDir {
 }
 
 /// The directories Python needs on its path: the harness (`mage_compare`)
-/// and the extension (`mage.abi3.so`). In a bundle both sit in `python/`
+/// and the package `mage` with its extension (`mage/_C.abi3.so`). In a
+/// bundle both sit in `python/`
 /// beside the binary; in a checkout the extension is built first.
 pub fn python_path() -> Result<Vec<PathBuf>, String> {
     let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("python")));
@@ -117,8 +118,8 @@ pub fn python_path() -> Result<Vec<PathBuf>, String> {
     if !root.join("python/mage_compare").is_dir() {
         return Err("python/mage_compare not found beside the binary or in the checkout".into());
     }
-    let ext = mage_toolchain::build_python_extension(false)?;
-    Ok(vec![root.join("python"), ext.parent().expect("a file path").to_path_buf()])
+    let ext_dir = mage_toolchain::build_python_extension(false)?;
+    Ok(vec![root.join("python"), ext_dir])
 }
 
 /// One workload of the comparison.

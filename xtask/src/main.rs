@@ -28,6 +28,7 @@ mod runner;
 mod signals;
 mod stdout;
 mod tables;
+mod wheel;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -157,6 +158,12 @@ enum Cmd {
         #[arg(long, default_value = "dist/mage")]
         out: PathBuf,
     },
+    /// The Python package `mage` (the extension with every op's PTX, the
+    /// PyTorch ops) as an abi3 wheel: `pip install dist/mage-*.whl`.
+    Wheel {
+        #[arg(long, default_value = "dist")]
+        out: PathBuf,
+    },
     /// On a GPU: measure the numerical contract and compare every stage
     /// with the emulator on small shapes.
     GpuCheck {
@@ -240,6 +247,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => runner::run(&args),
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => needs_checkout("bundle").and_then(|()| ops::bundle(&out)),
+        Cmd::Wheel { out } => needs_checkout("wheel").and_then(|()| wheel::wheel(&out).map(|_| ())),
         Cmd::GpuCheck { json } => runner::gpu_check(json),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),

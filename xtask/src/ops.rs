@@ -38,17 +38,23 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     if !status.success() {
         return Err(format!("cargo build --release -p xtask failed ({status})"));
     }
-    let ext = mage_toolchain::build_python_extension(true)?;
+    let ext_dir = mage_toolchain::build_python_extension(true)?;
     let out = if out.is_absolute() { out.to_path_buf() } else { root.join(out) };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let bin = out.join("mage");
     std::fs::copy(root.join("target/release/xtask"), &bin).map_err(|e| format!("copying the binary: {e}"))?;
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
     copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
-    std::fs::copy(&ext, out.join("python").join(mage_toolchain::EXTENSION_FILE)).map_err(|e| format!("copying the extension: {e}"))?;
+    copy_dir(&root.join("python/gpu_checks"), &out.join("python/gpu_checks"))?;
+    // The package `mage`: its .py files and the extension inside it.
+    copy_dir(&root.join("python/mage"), &out.join("python/mage"))?;
+    let ext = mage_toolchain::EXTENSION_FILE;
+    std::fs::copy(ext_dir.join(ext), out.join("python").join(ext)).map_err(|e| format!("copying the extension: {e}"))?;
+    // The module of the flat layout before the package, if an older bundle left it.
+    let _ = std::fs::remove_file(out.join("python/mage.abi3.so"));
     std::fs::write(
         out.join("README.txt"),
-        "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
+        "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  PYTHONPATH=python python3 python/gpu_checks/torch_ops.py\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
     )
     .map_err(|e| e.to_string())?;
     say!("{}", out.display());
@@ -60,7 +66,9 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
     for entry in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
         let entry = entry.map_err(|e| e.to_string())?;
         let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
+        if entry.file_name() == "__pycache__" {
+            continue;
+        } else if entry.path().is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
             std::fs::copy(entry.path(), &target).map_err(|e| format!("{}: {e}", entry.path().display()))?;

@@ -60,7 +60,7 @@ fn is_stdout(m: &std::fs::Metadata) -> bool {
 }
 
 /// The program running, and the Python module beside it (a bundle's
-/// `python/mage.abi3.so`, or in a checkout the one built under
+/// `python/mage/_C.abi3.so`, or in a checkout the one built under
 /// `target/python/`): never an output.
 fn own_files() -> Vec<(PathBuf, &'static str)> {
     use mage_common::home::{Home, home};

@@ -1114,9 +1114,9 @@ fn out_that_is_a_dangling_symlink() {
 fn out_is_the_program_or_its_python_module() {
     let s = Scratch::new("out-program");
     let dir = bundle(&s);
-    std::fs::create_dir(dir.join("python")).unwrap();
-    std::fs::write(dir.join("python/mage.abi3.so"), "the module").unwrap();
-    for (out, what) in [("./mage", "the program running"), ("python/mage.abi3.so", "the Python module beside the program running")] {
+    std::fs::create_dir_all(dir.join("python/mage")).unwrap();
+    std::fs::write(dir.join("python/mage/_C.abi3.so"), "the module").unwrap();
+    for (out, what) in [("./mage", "the program running"), ("python/mage/_C.abi3.so", "the Python module beside the program running")] {
         let before = [snapshot(&dir)];
         let got = command_in(&dir, "./mage", &["run", "layernorm", "--dims", "4,128", "--emulate", "--out", out, "--force"]);
         assert_refused(&before, &[&dir], got, &format!("--out {out} is {what}; name another file$"));

@@ -6,8 +6,8 @@
 #[test]
 fn python_unit_tests() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let ext = mage_toolchain::build_python_extension(false).unwrap_or_else(|e| panic!("{e}"));
-    let path = std::env::join_paths([root.join("python"), ext.parent().unwrap().to_path_buf()]).unwrap();
+    let ext_dir = mage_toolchain::build_python_extension(false).unwrap_or_else(|e| panic!("{e}"));
+    let path = std::env::join_paths([root.join("python"), ext_dir]).unwrap();
     let out = std::process::Command::new("python3")
         .current_dir(root)
         .args(["-m", "unittest", "discover", "-s", "python/tests", "-t", "python"])

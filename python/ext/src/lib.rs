@@ -1,7 +1,10 @@
-//! The Python module `mage`: every stage of every Mage op, launched on
-//! PyTorch tensors through the same Rust code `run` and `sweep` use
-//! ([`mage_runtime::gpu::BoundPlan`]), and the op registry (dims, shapes,
-//! stages, tolerances, references) for Python code that needs it.
+//! The extension module `mage._C` of the Python package `mage`
+//! (`python/mage`, which re-exports every name here): every stage of every
+//! Mage op, launched on PyTorch tensors through the same Rust code `run`
+//! and `sweep` use ([`mage_runtime::gpu::BoundPlan`]), the op registry
+//! (dims, shapes, stages, tolerances, references) for Python code that
+//! needs it, and the launch path of the package's PyTorch ops
+//! ([`launcher`]: `Launcher`, `GraphInfo`).
 //!
 //! ```python
 //! import torch, mage
@@ -51,6 +54,7 @@
 
 mod args;
 mod device;
+mod launcher;
 mod tensor;
 
 use mage_common::fixtures::{self, Case};
@@ -576,8 +580,11 @@ fn evict_l2(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     device::evict_l2(device, stream).map_err(error)
 }
 
+/// The extension module `mage._C`; the package `mage` re-exports every
+/// name here.
 #[pymodule]
-fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3(name = "_C")]
+fn extension(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MageError", m.py().get_type::<MageError>())?;
     m.add("CURRENT", CURRENT)?;
     m.add("POISON", mage_common::op::OUTPUT_POISON)?;
@@ -599,5 +606,7 @@ fn mage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evict_l2, m)?)?;
     m.add_class::<CaseDir>()?;
     m.add_class::<Call>()?;
+    m.add_class::<launcher::Launcher>()?;
+    m.add_class::<launcher::GraphInfo>()?;
     Ok(())
 }

@@ -1,0 +1,762 @@
+"""Mage's kernels as PyTorch ops: ``torch.library.custom_op``s in the
+namespace ``mage`` (``torch.ops.mage.*``) with PyTorch's signatures, fake
+(meta) implementations for ``torch.compile`` and autograd through Mage's
+gradient ops.
+
+=================  ==============================================  =========================
+op                 forward (Mage op)                               backward (Mage op)
+=================  ==============================================  =========================
+layer_norm         layernorm                                       layernorm_backward
+gelu (tanh)        gelu (bias of zeros)                            gelu_backward
+bias_gelu          gelu                                            gelu_backward
+linear             matmul_nt (x·Wᵀ), bias added by torch           matmul (dx), matmul_tn (dW)
+matmul             matmul                                          matmul_nt (dA), matmul_tn (dB)
+triangle           triangle                                        triangle_backward
+neighbor           neighbor (stage picked from the mage.Graph)     neighbor_backward
+=================  ==============================================  =========================
+
+Semantics are PyTorch's: any leading dims (flattened to the op's 2-D or
+3-D view, or looped over for batched matmul and triangle), ``weight`` and
+``bias`` ``None``, empty tensors (torch's result, nothing launched).
+Non-contiguous inputs are made contiguous (``.contiguous()``: a copy).
+Refused, each with a one-line ``mage.MageError``: a dtype other than
+float32 (no cast is made), a tensor not on a CUDA device, and what Mage's
+kernels do not compute yet: ``eps`` other than the op's constant (1e-5)
+and exact-erf GELU (``approximate="none"``, PyTorch's default). An op
+this build lacks (``matmul_nt``, ``matmul_tn``) is a one-line error
+naming it.
+
+Every call allocates its outputs (and a plan's scratch) with
+``torch.empty``, launches on torch's current stream, and neither copies to
+the host nor synchronises: a call can be captured in a CUDA graph. A
+``mage.Graph`` checks and analyses its CSR once, at construction.
+
+The inputs of ``neighbor_backward`` are read from the registry at call
+time (``op_info("neighbor_backward")["inputs"]``, by role), as are its
+outputs, so that a change of that op's signature needs no change here.
+"""
+
+import struct
+import weakref
+from typing import Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _C
+
+MageError = _C.MageError
+
+_LAUNCHERS = {}
+
+
+def _launcher(op: str, needed_by: str):
+    """The op's `Launcher`, made once; a missing op is one line naming it."""
+    launcher = _LAUNCHERS.get(op)
+    if launcher is None:
+        if op not in _C.ops():
+            raise MageError(f"mage.{needed_by} needs Mage's op `{op}`, which this build of Mage does not have (its ops: {', '.join(_C.ops())})")
+        launcher = _LAUNCHERS[op] = _C.Launcher(op)
+    return launcher
+
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - a torch without CUDA support
+
+    def _raw_stream(device):
+        return torch.cuda.current_stream(device).cuda_stream
+
+
+def _check(t: Tensor, what: str, op: str) -> None:
+    """Refuses what Mage's kernels do not take: one line each."""
+    if t.device.type != "cuda":
+        raise MageError(f"mage.{op}: {what} is on {t.device}; Mage's kernels run on CUDA tensors (.cuda())")
+    if t.dtype != torch.float32:
+        raise MageError(f"mage.{op}: {what} is {t.dtype}; Mage's kernels compute in torch.float32 only (no cast is made: .float() first)")
+
+
+def _check_fake(t: Tensor, what: str, op: str) -> None:
+    """The checks a fake (meta) call can make: the dtype (a fake tensor may
+    stand for a CUDA one on any device)."""
+    if t.dtype != torch.float32:
+        raise MageError(f"mage.{op}: {what} is {t.dtype}; Mage's kernels compute in torch.float32 only (no cast is made: .float() first)")
+
+
+def _same_device(op: str, first: Tensor, *others: Tuple[str, Optional[Tensor]]) -> None:
+    for what, t in others:
+        if t is not None and t.device != first.device:
+            raise MageError(f"mage.{op}: {what} is on {t.device}, the input on {first.device}; every tensor must be on one device")
+
+
+def _run(op: str, needed_by: str, inputs, stage: str = "current", graph=None):
+    """One launch of `op` on contiguous float32 CUDA `inputs`; its outputs."""
+    launcher = _launcher(op, needed_by)
+    device = inputs[0].device.index or 0
+    return launcher.run(list(inputs), device, _raw_stream(device), stage, graph)
+
+
+def _eps_of(op: str) -> float:
+    return _C.op_info(op)["constants"]["eps"]
+
+
+_LN_EPS = _eps_of("layernorm")
+
+
+def _f32(v: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def _width(shape: Sequence[int]) -> int:
+    w = 1
+    for d in shape:
+        w *= d
+    return w
+
+
+# ---------------------------------------------------------------- layer_norm
+
+
+def _layer_norm_checks(x, normalized_shape, weight, bias, eps, fake=False):
+    check = _check_fake if fake else _check
+    check(x, "input", "layer_norm")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            check(t, what, "layer_norm")
+    if not fake:
+        _same_device("layer_norm", x, ("weight", weight), ("bias", bias))
+    ns = tuple(normalized_shape)
+    if len(ns) == 0 or x.dim() < len(ns) or tuple(x.shape[x.dim() - len(ns):]) != ns:
+        raise MageError(f"mage.layer_norm: normalized_shape {list(ns)} is not the trailing shape of an input of shape {list(x.shape)}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise MageError(f"mage.layer_norm: {what} is {list(t.shape)}; normalized_shape is {list(ns)}")
+    if _f32(eps) != _f32(_LN_EPS):
+        raise MageError(f"mage.layer_norm: eps = {eps} is not computed by Mage's kernels; they take eps = 1e-05 (the op's constant) only")
+    return ns
+
+
+@torch.library.custom_op("mage::layer_norm", mutates_args=())
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """``torch.nn.functional.layer_norm`` through Mage's ``layernorm``."""
+    ns = _layer_norm_checks(input, normalized_shape, weight, bias, eps)
+    if input.numel() == 0:
+        return torch.empty_like(input, memory_format=torch.contiguous_format)
+    width = _width(ns)
+    x2 = input.reshape(-1, width).contiguous()
+    gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
+    beta = torch.zeros(width, device=input.device) if bias is None else bias.reshape(width).contiguous()
+    (y,) = _run("layernorm", "layer_norm", (x2, gamma, beta))
+    return y.view(input.shape)
+
+
+@layer_norm.register_fake
+def _(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    _layer_norm_checks(input, normalized_shape, weight, bias, eps, fake=True)
+    return torch.empty_like(input, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mage::layer_norm_backward", mutates_args=())
+def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+    """(d input, d weight, d bias) through Mage's ``layernorm_backward``."""
+    ns = tuple(normalized_shape)
+    width = _width(ns)
+    for what, t in (("grad", grad), ("input", input)):
+        _check(t, what, "layer_norm_backward")
+    if input.numel() == 0:
+        return torch.zeros_like(input, memory_format=torch.contiguous_format), input.new_zeros(ns), input.new_zeros(ns)
+    x2 = input.reshape(-1, width).contiguous()
+    gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
+    dy = grad.reshape(-1, width).contiguous()
+    dx, dgamma, dbeta = _run("layernorm_backward", "layer_norm", (x2, gamma, dy))
+    return dx.view(input.shape), dgamma.view(ns), dbeta.view(ns)
+
+
+@layer_norm_backward.register_fake
+def _(grad, input, normalized_shape, weight):
+    ns = tuple(normalized_shape)
+    return torch.empty_like(input, memory_format=torch.contiguous_format), input.new_empty(ns), input.new_empty(ns)
+
+
+def _layer_norm_setup(ctx, inputs, output):
+    x, normalized_shape, weight, bias, _eps = inputs
+    ctx.normalized_shape = tuple(normalized_shape)
+    ctx.has = (weight is not None, bias is not None)
+    ctx.save_for_backward(x, weight)
+
+
+def _layer_norm_grad(ctx, grad):
+    x, weight = ctx.saved_tensors
+    dx, dw, db = torch.ops.mage.layer_norm_backward(grad, x, ctx.normalized_shape, weight)
+    return dx, None, dw if ctx.has[0] else None, db if ctx.has[1] else None, None
+
+
+layer_norm.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
+
+
+# ---------------------------------------------------------------- gelu
+
+
+def _gelu_approximate(approximate: str) -> None:
+    if approximate == "none":
+        raise MageError("mage.gelu: approximate='none' (exact erf, PyTorch's default) is not computed by Mage's kernels; they compute approximate='tanh' only")
+    if approximate != "tanh":
+        raise MageError(f"mage.gelu: approximate={approximate!r}; it must be 'none' or 'tanh' (Mage's kernels compute 'tanh')")
+
+
+def _bias_gelu_checks(x, bias, op, fake=False):
+    check = _check_fake if fake else _check
+    check(x, "input", op)
+    if bias is not None:
+        check(bias, "bias", op)
+        if not fake:
+            _same_device(op, x, ("bias", bias))
+        if x.dim() == 0 or tuple(bias.shape) != (x.shape[-1],):
+            raise MageError(f"mage.{op}: bias is {list(bias.shape)}; an input of shape {list(x.shape)} takes a bias of [{x.shape[-1] if x.dim() else 1}]")
+
+
+def _gelu_forward(x: Tensor, bias: Optional[Tensor], op: str) -> Tensor:
+    if x.numel() == 0:
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    width = x.shape[-1] if x.dim() else 1
+    x2 = x.reshape(-1, width).contiguous()
+    b = torch.zeros(width, device=x.device) if bias is None else bias.contiguous()
+    (y,) = _run("gelu", op, (x2, b))
+    return y.view(x.shape)
+
+
+@torch.library.custom_op("mage::gelu", mutates_args=())
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``torch.nn.functional.gelu`` through Mage's ``gelu``; ``approximate``
+    must be ``"tanh"`` (exact erf is not computed by Mage's kernels)."""
+    _gelu_approximate(approximate)
+    _bias_gelu_checks(input, None, "gelu")
+    return _gelu_forward(input, None, "gelu")
+
+
+@gelu.register_fake
+def _(input, approximate="none"):
+    _gelu_approximate(approximate)
+    _bias_gelu_checks(input, None, "gelu", fake=True)
+    return torch.empty_like(input, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mage::bias_gelu", mutates_args=())
+def bias_gelu(input: Tensor, bias: Tensor) -> Tensor:
+    """``gelu(input + bias, approximate="tanh")`` fused: Mage's ``gelu``
+    (bias over the last axis)."""
+    _bias_gelu_checks(input, bias, "bias_gelu")
+    return _gelu_forward(input, bias, "bias_gelu")
+
+
+@bias_gelu.register_fake
+def _(input, bias):
+    _bias_gelu_checks(input, bias, "bias_gelu", fake=True)
+    return torch.empty_like(input, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mage::bias_gelu_backward", mutates_args=())
+def bias_gelu_backward(grad: Tensor, input: Tensor, bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """(d input, d bias) of tanh GELU through Mage's ``gelu_backward``."""
+    width = input.shape[-1] if input.dim() else 1
+    if input.numel() == 0:
+        return torch.zeros_like(input, memory_format=torch.contiguous_format), input.new_zeros(width)
+    x2 = input.reshape(-1, width).contiguous()
+    b = torch.zeros(width, device=input.device) if bias is None else bias.contiguous()
+    dy = grad.reshape(-1, width).contiguous()
+    dx, db = _run("gelu_backward", "gelu", (x2, b, dy))
+    return dx.view(input.shape), db
+
+
+@bias_gelu_backward.register_fake
+def _(grad, input, bias):
+    width = input.shape[-1] if input.dim() else 1
+    return torch.empty_like(input, memory_format=torch.contiguous_format), input.new_empty(width)
+
+
+def _gelu_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _gelu_grad(ctx, grad):
+    (x,) = ctx.saved_tensors
+    dx, _ = torch.ops.mage.bias_gelu_backward(grad, x, None)
+    return dx, None
+
+
+gelu.register_autograd(_gelu_grad, setup_context=_gelu_setup)
+
+
+def _bias_gelu_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _bias_gelu_grad(ctx, grad):
+    x, bias = ctx.saved_tensors
+    dx, db = torch.ops.mage.bias_gelu_backward(grad, x, bias)
+    return dx, db
+
+
+bias_gelu.register_autograd(_bias_gelu_grad, setup_context=_bias_gelu_setup)
+
+
+# ---------------------------------------------------------------- matmul
+
+
+def _mm_checks(a, b, op, fake=False):
+    check = _check_fake if fake else _check
+    check(a, "input", op)
+    check(b, "other" if op == "matmul" else "weight", op)
+    if not fake:
+        _same_device(op, a, ("other", b))
+
+
+def _batched(op: str, needed_by: str, a: Tensor, b: Tensor, out_shape) -> Tensor:
+    """`op` (a Mage 2-D product) on `a` [..., p, q] and `b` [..., r, s] of
+    one batch shape: one launch per batch element (one in all where there
+    is no batch)."""
+    batch = tuple(a.shape[:-2])
+    if a.numel() == 0 or b.numel() == 0 or _width(out_shape) == 0:
+        return a.new_zeros(out_shape)
+    if len(batch) == 0:
+        return _run(op, needed_by, (a.contiguous(), b.contiguous()))[0].view(out_shape)
+    a3 = a.reshape(-1, *a.shape[-2:]).contiguous()
+    b3 = b.reshape(-1, *b.shape[-2:]).contiguous()
+    outs = [_run(op, needed_by, (a3[i], b3[i]))[0] for i in range(a3.shape[0])]
+    return torch.stack(outs).view(out_shape)
+
+
+def _matmul_forward(a: Tensor, b: Tensor) -> Tensor:
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    m, k = a2.shape[-2], a2.shape[-1]
+    if b2.shape[-2] != k:
+        raise MageError(f"mage.matmul: input {list(a.shape)} and other {list(b.shape)} cannot be multiplied ({k} != {b2.shape[-2]})")
+    n = b2.shape[-1]
+    batch = tuple(torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
+    shape = list(batch) + [m, n]
+    if b2.dim() == 2 and a2.dim() >= 2:
+        # Leading dims of `a` only: one product of [B·m, k] by [k, n].
+        if a2.numel() == 0 or b2.numel() == 0 or m * n == 0:
+            out = a2.new_zeros(shape)
+        else:
+            out = _run("matmul", "matmul", (a2.reshape(-1, k).contiguous(), b2.contiguous()))[0].view(shape)
+    else:
+        out = _batched("matmul", "matmul", a2.expand(*batch, m, k), b2.expand(*batch, k, n), shape)
+    if a.dim() == 1:
+        out = out.squeeze(-2)
+    if b.dim() == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def _matmul_shape(a: Tensor, b: Tensor):
+    if a.dim() == 0 or b.dim() == 0:
+        raise MageError(f"mage.matmul: both arguments need at least 1 dimension; got {a.dim()}D and {b.dim()}D tensors")
+    return torch.matmul(a, b).shape
+
+
+@torch.library.custom_op("mage::matmul", mutates_args=())
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.matmul`` (leading batch dims, broadcast; 1-D operands as
+    torch treats them) through Mage's ``matmul``."""
+    _mm_checks(input, other, "matmul")
+    if input.dim() == 0 or other.dim() == 0:
+        raise MageError(f"mage.matmul: both arguments need at least 1 dimension; got {input.dim()}D and {other.dim()}D tensors")
+    return _matmul_forward(input, other)
+
+
+@matmul.register_fake
+def _(input, other):
+    _mm_checks(input, other, "matmul", fake=True)
+    return input.new_empty(_matmul_shape(input, other))
+
+
+def _nt_tn_checks(a, b, op):
+    if a.dim() < 2 or b.dim() < 2 or a.shape[:-2] != b.shape[:-2]:
+        raise MageError(f"mage.{op}: input {list(a.shape)} and other {list(b.shape)} must be 2-D or more with one batch shape")
+    inner = (a.shape[-1], b.shape[-1]) if op == "matmul_nt" else (a.shape[-2], b.shape[-2])
+    if inner[0] != inner[1]:
+        raise MageError(f"mage.{op}: input {list(a.shape)} and other {list(b.shape)} cannot be multiplied ({inner[0]} != {inner[1]})")
+
+
+@torch.library.custom_op("mage::matmul_nt", mutates_args=())
+def matmul_nt(input: Tensor, other: Tensor) -> Tensor:
+    """``input @ other.mT`` (``input`` [..., m, k], ``other`` [..., n, k],
+    one batch shape) through Mage's ``matmul_nt``."""
+    _mm_checks(input, other, "matmul_nt")
+    _nt_tn_checks(input, other, "matmul_nt")
+    shape = list(input.shape[:-1]) + [other.shape[-2]]
+    return _batched("matmul_nt", "matmul", input, other, shape)
+
+
+@matmul_nt.register_fake
+def _(input, other):
+    _nt_tn_checks(input, other, "matmul_nt")
+    return input.new_empty(list(input.shape[:-1]) + [other.shape[-2]])
+
+
+@torch.library.custom_op("mage::matmul_tn", mutates_args=())
+def matmul_tn(input: Tensor, other: Tensor) -> Tensor:
+    """``input.mT @ other`` (``input`` [..., k, m], ``other`` [..., k, n],
+    one batch shape) through Mage's ``matmul_tn``."""
+    _mm_checks(input, other, "matmul_tn")
+    _nt_tn_checks(input, other, "matmul_tn")
+    shape = list(input.shape[:-2]) + [input.shape[-1], other.shape[-1]]
+    return _batched("matmul_tn", "matmul", input, other, shape)
+
+
+@matmul_tn.register_fake
+def _(input, other):
+    _nt_tn_checks(input, other, "matmul_tn")
+    return input.new_empty(list(input.shape[:-2]) + [input.shape[-1], other.shape[-1]])
+
+
+def _matmul_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _matmul_grad(ctx, grad):
+    a, b = ctx.saved_tensors
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    (m, k), n = a2.shape[-2:], b2.shape[-1]
+    batch = tuple(torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
+    # The gradient as [*batch, m, n] (1-D operands had an axis dropped).
+    g = grad.reshape(*batch, m, n)
+    da = db = None
+    if b2.dim() == 2:
+        # `a`'s leading dims only: each gradient is one product of the flattened rows.
+        g2, a_rows = g.reshape(-1, n), a2.reshape(-1, k)
+        if ctx.needs_input_grad[0]:
+            da = torch.ops.mage.matmul_nt(g2, b2).reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            db = torch.ops.mage.matmul_tn(a_rows, g2).reshape(b.shape)
+        return da, db
+    if ctx.needs_input_grad[0]:
+        # dA = dC·Bᵀ: matmul_nt of dC [.., m, n] and B [.., k, n].
+        da = torch.ops.mage.matmul_nt(g, b2.expand(*batch, k, n))
+        da = da.sum_to_size(a2.shape).reshape(a.shape)
+    if ctx.needs_input_grad[1]:
+        # dB = Aᵀ·dC: matmul_tn of A [.., m, k] and dC [.., m, n].
+        db = torch.ops.mage.matmul_tn(a2.expand(*batch, m, k), g)
+        db = db.sum_to_size(b2.shape).reshape(b.shape)
+    return da, db
+
+
+matmul.register_autograd(_matmul_grad, setup_context=_matmul_setup)
+
+
+def _matmul_nt_grad(ctx, grad):
+    a, b = ctx.saved_tensors
+    # C = A·Bᵀ: dA = dC·B (matmul), dB = dCᵀ·A (matmul_tn).
+    da = torch.ops.mage.matmul(grad, b) if ctx.needs_input_grad[0] else None
+    db = torch.ops.mage.matmul_tn(grad, a) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+matmul_nt.register_autograd(_matmul_nt_grad, setup_context=_matmul_setup)
+
+
+def _matmul_tn_grad(ctx, grad):
+    a, b = ctx.saved_tensors
+    # C = Aᵀ·B: dA = B·dCᵀ (matmul_nt), dB = A·dC (matmul).
+    da = torch.ops.mage.matmul_nt(b, grad) if ctx.needs_input_grad[0] else None
+    db = torch.ops.mage.matmul(a, grad) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+matmul_tn.register_autograd(_matmul_tn_grad, setup_context=_matmul_setup)
+
+
+# ---------------------------------------------------------------- linear
+
+
+def _linear_checks(x, weight, bias, fake=False):
+    _mm_checks(x, weight, "linear", fake)
+    if bias is not None:
+        (_check_fake if fake else _check)(bias, "bias", "linear")
+        if not fake:
+            _same_device("linear", x, ("bias", bias))
+    if weight.dim() != 2 or x.dim() == 0 or x.shape[-1] != weight.shape[1]:
+        raise MageError(f"mage.linear: input {list(x.shape)} and weight {list(weight.shape)} cannot be multiplied (weight must be [out_features, {x.shape[-1] if x.dim() else '?'}])")
+    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ()):
+        raise MageError(f"mage.linear: bias is {list(bias.shape)}; weight {list(weight.shape)} takes a bias of [{weight.shape[0]}]")
+
+
+@torch.library.custom_op("mage::linear", mutates_args=())
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``torch.nn.functional.linear``: ``input·weightᵀ`` through Mage's
+    ``matmul_nt``, then ``+ bias`` (torch's add)."""
+    _linear_checks(input, weight, bias)
+    out_shape = list(input.shape[:-1]) + [weight.shape[0]]
+    k = input.shape[-1]
+    if input.numel() == 0 or weight.numel() == 0:
+        y = input.new_zeros(out_shape)
+    else:
+        (y,) = _run("matmul_nt", "linear", (input.reshape(-1, k).contiguous(), weight.contiguous()))
+        y = y.view(out_shape)
+    if bias is not None:
+        y = y.add_(bias) if y.numel() else y + bias
+    return y
+
+
+@linear.register_fake
+def _(input, weight, bias=None):
+    _linear_checks(input, weight, bias, fake=True)
+    return input.new_empty(list(input.shape[:-1]) + [weight.shape[0]])
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias = inputs
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight)
+
+
+def _linear_grad(ctx, grad):
+    x, weight = ctx.saved_tensors
+    n, k = weight.shape
+    g2 = grad.reshape(-1, n)
+    dx = dw = db = None
+    if ctx.needs_input_grad[0]:
+        # dx = dy·W: [M, n] by [n, k].
+        dx = torch.ops.mage.matmul(g2, weight).view(x.shape)
+    if ctx.needs_input_grad[1]:
+        # dW = dyᵀ·x: matmul_tn of dy [M, n] and x [M, k].
+        dw = torch.ops.mage.matmul_tn(g2, x.reshape(-1, k))
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        db = g2.sum(0)
+    return dx, dw, db
+
+
+linear.register_autograd(_linear_grad, setup_context=_linear_setup)
+
+
+# ---------------------------------------------------------------- triangle
+
+
+def _triangle_checks(a, b, fake=False):
+    check = _check_fake if fake else _check
+    check(a, "a", "triangle")
+    check(b, "b", "triangle")
+    if not fake:
+        _same_device("triangle", a, ("b", b))
+    if a.dim() < 3 or a.shape != b.shape or a.shape[-3] != a.shape[-2]:
+        raise MageError(f"mage.triangle: a {list(a.shape)} and b {list(b.shape)} must both be [..., n, n, c]")
+
+
+def _triangle_run(op: str, tensors, shape_of_outputs):
+    """`op` over the leading dims of [..., n, n, c] tensors: one launch per
+    leading index."""
+    first = tensors[0]
+    if first.numel() == 0:
+        return [first.new_zeros(s) for s in shape_of_outputs]
+    if first.dim() == 3:
+        return [o.view(s) for o, s in zip(_run(op, "triangle", [t.contiguous() for t in tensors]), shape_of_outputs)]
+    flat = [t.reshape(-1, *t.shape[-3:]).contiguous() for t in tensors]
+    per = [_run(op, "triangle", [f[i] for f in flat]) for i in range(flat[0].shape[0])]
+    return [torch.stack([p[j] for p in per]).view(s) for j, s in enumerate(shape_of_outputs)]
+
+
+@torch.library.custom_op("mage::triangle", mutates_args=())
+def triangle(a: Tensor, b: Tensor) -> Tensor:
+    """Outgoing triangle multiplication: ``O[..., i, j, c] = Σ_k A[..., i, k,
+    c]·B[..., j, k, c]`` through Mage's ``triangle``."""
+    _triangle_checks(a, b)
+    return _triangle_run("triangle", (a, b), [a.shape])[0]
+
+
+@triangle.register_fake
+def _(a, b):
+    _triangle_checks(a, b, fake=True)
+    return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mage::triangle_backward", mutates_args=())
+def triangle_backward(grad: Tensor, a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+    """(dA, dB) through Mage's ``triangle_backward``."""
+    _check(grad, "grad", "triangle_backward")
+    da, db = _triangle_run("triangle_backward", (a, b, grad), [a.shape, b.shape])
+    return da, db
+
+
+@triangle_backward.register_fake
+def _(grad, a, b):
+    return torch.empty_like(a, memory_format=torch.contiguous_format), torch.empty_like(b, memory_format=torch.contiguous_format)
+
+
+def _triangle_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _triangle_grad(ctx, grad):
+    a, b = ctx.saved_tensors
+    return torch.ops.mage.triangle_backward(grad, a, b)
+
+
+triangle.register_autograd(_triangle_grad, setup_context=_triangle_setup)
+
+
+# ---------------------------------------------------------------- neighbor
+
+_GRAPHS = weakref.WeakValueDictionary()
+
+
+def _version(t: Tensor):
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor has no version counter
+        return None
+
+
+class Graph:
+    """A CSR graph for ``mage.neighbor``: ``rowptr`` (``num_nodes + 1``
+    values) and ``indices`` (one per edge) on one CUDA device, int32 (an
+    int64 graph is converted once, here, after a range check).
+
+    Built once, it is checked once and analysed once: its rowptr and
+    indices are copied to the host (one synchronisation of the current
+    stream), checked as Mage's content check does (rowptr starts at 0,
+    never decreases and ends at the edge count; every index below
+    ``num_nodes``) and rowptr kept on the host for the dispatcher. No call
+    of ``mage.neighbor`` on it copies to the host or synchronises. Writing
+    to its rowptr or indices in place afterwards is refused at the next
+    call (torch's version counter); build a new ``Graph`` then.
+    """
+
+    def __init__(self, rowptr: Tensor, indices: Tensor, num_nodes: int):
+        for what, t in (("rowptr", rowptr), ("indices", indices)):
+            if not isinstance(t, Tensor):
+                raise MageError(f"mage.Graph: {what} is {type(t).__name__}, not a torch tensor")
+            if t.device.type != "cuda":
+                raise MageError(f"mage.Graph: {what} is on {t.device}; Mage's kernels run on CUDA tensors (.cuda())")
+            if t.dtype not in (torch.int32, torch.int64):
+                raise MageError(f"mage.Graph: {what} is {t.dtype}; it must be torch.int32 (or torch.int64, converted once)")
+        if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
+            raise MageError(f"mage.Graph: num_nodes is {num_nodes!r}; it must be a whole number from 1")
+        converted = []
+        for what, t in (("rowptr", rowptr), ("indices", indices)):
+            if t.dtype == torch.int64:
+                if t.numel() and (int(t.min()) < 0 or int(t.max()) >= 2**31):
+                    raise MageError(f"mage.Graph: {what} holds a value outside 0 to 2^31 - 1; Mage's graphs are int32")
+                t = t.to(torch.int32)
+            converted.append(t.contiguous())
+        self.rowptr, self.indices = converted
+        self.num_nodes = num_nodes
+        self.info = _C.GraphInfo(self.rowptr, self.indices, num_nodes)
+        self.id = self.info.id
+        self._versions = (_version(self.rowptr), _version(self.indices))
+        _GRAPHS[self.id] = self
+
+    @property
+    def num_edges(self) -> int:
+        return self.info.edges
+
+    def stage(self, width: int) -> str:
+        """The neighbor stage Mage's dispatcher picks for this graph and
+        ``width`` features."""
+        return self.info.stage(width)
+
+    def __repr__(self):
+        return f"mage.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, device={self.rowptr.device})"
+
+
+def _graph(graph_id: int, rowptr: Tensor, indices: Tensor) -> Graph:
+    g = _GRAPHS.get(graph_id)
+    if g is None:
+        raise MageError(f"mage.neighbor: graph {graph_id} is gone (no mage.Graph of that id is alive)")
+    if g.rowptr.data_ptr() != rowptr.data_ptr() or g.indices.data_ptr() != indices.data_ptr():
+        raise MageError(f"mage.neighbor: rowptr and indices are not those of mage.Graph {graph_id}")
+    if (_version(g.rowptr), _version(g.indices)) != g._versions:
+        raise MageError("mage.neighbor: the graph's rowptr or indices were written in place after mage.Graph checked them; build a new mage.Graph")
+    return g
+
+
+def _neighbor_checks(rowptr, indices, x, w, fake=False):
+    check = _check_fake if fake else _check
+    check(x, "x", "neighbor")
+    check(w, "w", "neighbor")
+    if not fake:
+        _same_device("neighbor", x, ("w", w), ("rowptr", rowptr))
+    if x.dim() < 1 or x.shape[0] != rowptr.shape[0] - 1:
+        raise MageError(f"mage.neighbor: x is {list(x.shape)}; a graph of {rowptr.shape[0] - 1} nodes takes x of [{rowptr.shape[0] - 1}, ...]")
+    if tuple(w.shape) != tuple(indices.shape):
+        raise MageError(f"mage.neighbor: w is {list(w.shape)}; a graph of {indices.shape[0]} edges takes one weight per edge")
+
+
+@torch.library.custom_op("mage::neighbor", mutates_args=())
+def _neighbor(rowptr: Tensor, indices: Tensor, x: Tensor, w: Tensor, graph_id: int) -> Tensor:
+    """``Y[i] = Σ_{e in row i} w[e]·x[indices[e]]`` through Mage's
+    ``neighbor``, the stage picked from the graph (``mage.neighbor``)."""
+    _neighbor_checks(rowptr, indices, x, w)
+    g = _graph(graph_id, rowptr, indices)
+    if x.numel() == 0:
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    x2 = x.reshape(x.shape[0], -1).contiguous()
+    if indices.numel() == 0:
+        return x.new_zeros(x.shape)
+    (y,) = _run("neighbor", "neighbor", (x2, w.contiguous(), g.rowptr, g.indices), graph=g.info)
+    return y.view(x.shape)
+
+
+@_neighbor.register_fake
+def _(rowptr, indices, x, w, graph_id):
+    _neighbor_checks(rowptr, indices, x, w, fake=True)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mage::neighbor_backward", mutates_args=())
+def _neighbor_backward(grad: Tensor, rowptr: Tensor, indices: Tensor, x: Tensor, w: Tensor, graph_id: int) -> Tuple[Tensor, Tensor]:
+    """(dx, dw) through Mage's ``neighbor_backward``, its inputs and outputs
+    matched by role from the registry at call time."""
+    g = _graph(graph_id, rowptr, indices)
+    if x.numel() == 0 or indices.numel() == 0:
+        return torch.zeros_like(x, memory_format=torch.contiguous_format), torch.zeros_like(w, memory_format=torch.contiguous_format)
+    width = x.numel() // x.shape[0]
+    have = {
+        "x": x.reshape(x.shape[0], width).contiguous(),
+        "w": w.contiguous(),
+        "rowptr": g.rowptr,
+        "indices": g.indices,
+        "dY": grad.reshape(x.shape[0], width).contiguous(),
+    }
+    info = _C.op_info("neighbor_backward")
+    roles = [i["role"] for i in info["inputs"]]
+    missing = [r for r in roles if r not in have]
+    if missing:
+        raise MageError(f"mage.neighbor: neighbor_backward takes {', '.join(roles)}; this package knows no input {', '.join(missing)}")
+    outs = dict(zip([o["role"] for o in info["outputs"]], _run("neighbor_backward", "neighbor", [have[r] for r in roles], graph=g.info)))
+    dx = outs.get("dX", outs.get("dx"))
+    if dx is None or "dw" not in outs:
+        raise MageError(f"mage.neighbor: neighbor_backward writes {', '.join(outs)}; this package reads dX and dw")
+    return dx.view(x.shape), outs["dw"]
+
+
+@_neighbor_backward.register_fake
+def _(grad, rowptr, indices, x, w, graph_id):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(w, memory_format=torch.contiguous_format)
+
+
+def _neighbor_setup(ctx, inputs, output):
+    rowptr, indices, x, w, graph_id = inputs
+    ctx.graph_id = graph_id
+    ctx.save_for_backward(rowptr, indices, x, w)
+
+
+def _neighbor_grad(ctx, grad):
+    rowptr, indices, x, w = ctx.saved_tensors
+    dx, dw = torch.ops.mage.neighbor_backward(grad, rowptr, indices, x, w, ctx.graph_id)
+    return None, None, dx, dw, None
+
+
+_neighbor.register_autograd(_neighbor_grad, setup_context=_neighbor_setup)
+
+
+def neighbor(graph: Graph, x: Tensor, w: Tensor) -> Tensor:
+    """``Y[i] = Σ_{e in row i} w[e]·x[indices[e]]`` over ``graph`` (a
+    ``mage.Graph``); ``x`` is [num_nodes, ...] (trailing dims flattened to
+    the width), ``w`` one weight per edge. ``torch.ops.mage.neighbor(rowptr,
+    indices, x, w, graph.id)`` underneath."""
+    if not isinstance(graph, Graph):
+        raise MageError(f"mage.neighbor: graph is {type(graph).__name__}; it must be a mage.Graph (mage.Graph(rowptr, indices, num_nodes))")
+    return torch.ops.mage.neighbor(graph.rowptr, graph.indices, x, w, graph.id)
