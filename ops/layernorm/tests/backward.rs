@@ -123,19 +123,19 @@ fn the_column_sums_are_the_same_bits_on_every_run_and_each_output_is_located() {
     assert_eq!(BACKWARD.locate_output(&dims, 33 * 72 + 143), "dbeta [71]");
 }
 
-/// The held-row stages (mage-003, mage-004) on every entry, on rows that
+/// The held-row stage (mage-003) on every entry, on rows that
 /// are not a multiple of a chunk, widths not a multiple of 4 (the scalar
 /// path) and up to the widest entry (4096), one row and a column of one,
 /// and many chunks (2500x3: 313 chunks, the totals' batches of 8 and their
 /// remainders): against the reference, twice the same bits.
 #[test]
 fn the_held_row_stages_across_entries_chunks_and_tails() {
-    use mage_layernorm::backward::{mage_003, mage_004};
+    use mage_layernorm::backward::mage_003;
     let shapes = [(1u32, 1u32), (2500, 3), (130, 768), (9, 765), (37, 769), (3, 2048), (19, 2050), (5, 4096), (2, 4093)];
     for (rows, width) in shapes {
         let dims = [rows, width];
         let x = inputs(rows, width, 0.5, 2.0, 1.0, rows as u64 * 31 + width as u64);
-        for stage in [&mage_003::STAGE, &mage_004::STAGE] {
+        for stage in [&mage_003::STAGE] {
             assert!((stage.supports)(&dims), "{} refuses {rows}x{width}", stage.name);
             check_stage(&BACKWARD, stage, &dims, &x).unwrap_or_else(|e| panic!("{} at {rows}x{width}: {e}", stage.name));
             let a = emulate(&BACKWARD, stage, &dims, &x).unwrap();
@@ -145,13 +145,13 @@ fn the_held_row_stages_across_entries_chunks_and_tails() {
     }
 }
 
-/// Past the widest held row, mage-003 and mage-004 refuse and `current`
+/// Past the widest held row, mage-003 refuses and `current`
 /// takes mage-002; up to it, mage-003.
 #[test]
 fn current_takes_mage_002_past_the_widest_held_row() {
-    use mage_layernorm::backward::{mage_002, mage_003, mage_004};
+    use mage_layernorm::backward::{mage_002, mage_003};
     for w in [4097u32, 8192] {
-        assert!(!(mage_003::STAGE.supports)(&[4, w]) && !(mage_004::STAGE.supports)(&[4, w]));
+        assert!(!(mage_003::STAGE.supports)(&[4, w]));
         assert_eq!(BACKWARD.dispatch(&[4, w], &inputs(4, w, 0.0, 1.0, 1.0, 1)).name, mage_002::STAGE.name);
     }
     for w in [1u32, 3, 768, 4096] {

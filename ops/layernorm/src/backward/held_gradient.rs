@@ -1,6 +1,7 @@
 //! The held-row gradient: the kernel body of layernorm_backward mage-003
-//! (statistics recomputed) and mage-004 (statistics read from a saved
-//! `[rows, 3]`). A block walks a chunk of rows, `R` rows at once, `T`
+//! (statistics recomputed); its `SAVED` path (statistics read from a saved
+//! `[rows, 3]`) was a stage that hung on the H200 and was removed
+//! (`docs/attempts.md`), kept here until the hang is understood. A block walks a chunk of rows, `R` rows at once, `T`
 //! threads a row, thread `t` holding quads `t + T·i` (`i < Q`) of x and dy
 //! of its row and of gamma for the whole chunk; per row, the statistics
 //! (recomputed: two group reductions, saved: three loads), one paired

@@ -3,7 +3,7 @@
 //! partial sums kept in registers per chunk of rows; a short second pass.
 //!
 //! Kernel body: [`held_gradient`](super::held_gradient) (`held_gradient`,
-//! shared with mage-004, and `layernorm_backward_totals`), over
+//! with its unused `SAVED` path, and `layernorm_backward_totals`), over
 //! `mage_common::device::column_sums`.
 //!
 //! What changed: mage-002 reads x and dy twice (its block-per-row dx
