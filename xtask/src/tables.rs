@@ -56,10 +56,17 @@ fn files(root: &Path) -> Vec<PathBuf> {
     pages.sort();
     out.extend(pages);
     let mut sources = vec![];
+    // Each crate's modules, and those one folder down (an op's gradient or
+    // transposed forms: `src/backward/`, `src/nt/`, ...).
     for op in std::fs::read_dir(root.join("ops")).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(op.path().join("src")).into_iter().flatten().flatten() {
-            if f.path().extension().is_some_and(|e| e == "rs") {
-                sources.push(f.path());
+        let mut dirs = vec![op.path().join("src")];
+        while let Some(dir) = dirs.pop() {
+            for f in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if f.path().is_dir() && dir.ends_with("src") {
+                    dirs.push(f.path());
+                } else if f.path().extension().is_some_and(|e| e == "rs") {
+                    sources.push(f.path());
+                }
             }
         }
     }

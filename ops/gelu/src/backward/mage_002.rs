@@ -52,7 +52,19 @@
 //! 1.03x a device copy of those bytes (~200 µs); 1000x1001 (12 MB, scalar
 //! path): ~5 + 2 µs.
 //!
-//! Measured: not yet measured on the GPU.
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=gelu_backward -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | gelu_backward | 4096x768 | **11.18** (2) mage-002 | 17.44 (2) | 13.50 (3) | 16.71 | 0.67 |
+//! | gelu_backward | 8192x768 | **23.14** (2) mage-002 | 34.35 (2) | 26.04 (3) | 30.03 | 0.77 |
+//! | gelu_backward | 4096x3072 | **41.50** (2) mage-002 | 56.53 (2) | 50.37 (3) | 50.60 | 0.82 |
+//! | gelu_backward | 16384x4096 | **205.60** (2) mage-002 | 260.03 (2) | 249.35 (3) | 252.34 | 0.81 |
+//! | gelu_backward | 1000x1001 | 7.08 (2) mage-002 | 9.11 (2) | **6.54** (3) | 13.51 | 0.52 |
+//! <!-- /mage:table -->
 
 use super::element_gradient::gelu_grad_with;
 use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS, column_total, group_total, publish_quads};

@@ -9,7 +9,21 @@
 //! relative, see [`super::normal_cdf`]) and one rounding of the product:
 //! within 1.2e-6·|y|, held by the op's tolerance with a margin of about 80.
 //!
-//! Measured: not yet on the GPU. Predicted: a memory-bound stream of 8
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=gelu_erf -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | gelu_erf | 4096x768 | **7.09** mage-002 | 15.06 (2) | 7.47 | 13.75 | 0.52 |
+//! | gelu_erf | 8192x768 | **15.14** mage-002 | 32.70 (2) | 16.03 | 16.40 | 0.92 |
+//! | gelu_erf | 4096x3072 | 29.08 mage-002 | 64.00 (2) | **25.38** | 29.56 | 0.98 |
+//! | gelu_erf | 16384x4096 | 145.35 mage-002 | 325.07 (2) | **127.08** | 129.34 | 1.12 |
+//! | gelu_erf | 1000x1001 | 4.45 mage-001 | 6.51 (2) | **2.91** | 9.95 | 0.45 |
+//! <!-- /mage:table -->
+//!
+//! Predicted: a memory-bound stream of 8
 //! bytes per element like gelu's mage-001 (its tanh form at 4096x768:
 //! 7.6 µs), with about twice the arithmetic per element (two `ex2.approx`,
 //! a division, ten FMAs of the fit) still under the memory time.

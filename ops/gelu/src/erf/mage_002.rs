@@ -10,7 +10,21 @@
 //! `width % 4 == 0` (the dispatcher falls back to mage-001 otherwise). The
 //! arithmetic is mage-001's, bit for bit.
 //!
-//! Measured: not yet on the GPU. Predicted: near the device copy rate at
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=gelu_erf -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | gelu_erf | 4096x768 | **7.09** mage-002 | 15.06 (2) | 7.47 | 13.75 | 0.52 |
+//! | gelu_erf | 8192x768 | **15.14** mage-002 | 32.70 (2) | 16.03 | 16.40 | 0.92 |
+//! | gelu_erf | 4096x3072 | 29.08 mage-002 | 64.00 (2) | **25.38** | 29.56 | 0.98 |
+//! | gelu_erf | 16384x4096 | 145.35 mage-002 | 325.07 (2) | **127.08** | 129.34 | 1.12 |
+//! | gelu_erf | 1000x1001 | 4.45 mage-001 | 6.51 (2) | **2.91** | 9.95 | 0.45 |
+//! <!-- /mage:table -->
+//!
+//! Predicted: near the device copy rate at
 //! large shapes, as the tanh form's mage-002 (128.27 µs at 16384x4096).
 
 use super::normal_cdf::normal_cdf_with;

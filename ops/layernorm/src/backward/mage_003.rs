@@ -52,7 +52,19 @@
 //! bytes (~200 µs) and about even with torch.compile's 221.59 (against
 //! mage-002's 472.35).
 //!
-//! Measured: not yet measured on the GPU.
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=layernorm_backward -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | layernorm_backward | 4096x768 | **20.46** (2) mage-003 | 24.38 (2) | 23.23 (4) | 9.98 | 2.05 |
+//! | layernorm_backward | 8192x768 | **39.19** (2) mage-003 | 60.89 (2) | 44.93 (3) | 23.58 | 1.66 |
+//! | layernorm_backward | 1024x2048 | 14.16 (2) mage-003 | **11.26** (2) | 15.67 (4) | 8.65 | 1.64 |
+//! | layernorm_backward | 4096x4096 | 114.89 (2) mage-003 | 117.50 (2) | **103.87** (4) | 50.55 | 2.27 |
+//! | layernorm_backward | 16384x4096 | 428.20 (2) mage-003 | 438.87 (2) | **222.27** (3) | 191.91 | 2.23 |
+//! <!-- /mage:table -->
 
 use super::held_gradient::gradient_entries;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -37,7 +37,18 @@
 //!
 //! ## Measured
 //!
-//! Not yet measured on the GPU.
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=matmul_tn,matmul -->
+//! | op | workload | Mage current | torch | torch_compile | triton | triton_tuned | triton_tf32x3 | torch_tf32 | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|---|---|---|---|
+//! | matmul_tn | 1024x1024x1024 | **33.80** (2) mage-002 | 51.34 (2) | 51.83 (2) | – | – | – | – | 42.24 | 0.80 |
+//! | matmul | 1024x1024x1024 | **31.14** mage-009 | 55.25 | 55.69 | 61.61 | 56.27 | 65.82 | 12.64 | 42.24 | 0.74 |
+//! | matmul_tn | 4096x4096x4096 | **1624** (2) mage-002 | 2667 | 2647 | – | – | – | – | 2703 | 0.60 |
+//! | matmul | 4096x4096x4096 | **1622** mage-009 | 2692 | 2671 | 3261 | 3218 | 2548 | 350.65 | 2703 | 0.60 |
+//! <!-- /mage:table -->
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::tf32x3::{BN, THREADS, shared_bytes, tile_rows};

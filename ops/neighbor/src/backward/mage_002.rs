@@ -67,7 +67,19 @@
 //! dependent L2 round trips (0.5 to 1 µs): some 60 to 120 µs per thousand
 //! out-edges, the case the split noted in the op's doc would take.
 //!
-//! Measured: not yet measured on the GPU.
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=neighbor_backward -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | neighbor_backward | 4096x64x65536 | 12.78 mage-002 | 114.83 (6) | **8.35** (2) | 12.06 | 1.06 |
+//! | neighbor_backward | 4096x64x65536 power-law | 12.29 mage-002 | 114.97 (6) | **8.36** (2) | 12.23 | 1.00 |
+//! | neighbor_backward | 65536x64x1048576 | **108.10** mage-002 | 1760 (6) | 113.41 (2) | 22.80 | 4.74 |
+//! | neighbor_backward | 65536x64x1048576 power-law | **104.56** mage-002 | 1760 (6) | 108.83 (2) | 23.02 | 4.54 |
+//! | neighbor_backward | 7x9x23 | 2.90 mage-002 | 7.87 (6) | **2.02** (2) | 9.88 | 0.29 |
+//! <!-- /mage:table -->
 
 use crate::warp_in_grid;
 use mage_common::device::*;

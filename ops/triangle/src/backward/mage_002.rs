@@ -69,7 +69,21 @@
 //! PyTorch everywhere by the prediction, by the least at 512x32 (4%),
 //! where the forward's tile already runs at PyTorch's rate.
 //!
-//! Measured: not yet measured on the GPU.
+//! Measured (`results/backward-3`, one H200, CUPTI kernel time, hot L2;
+//! every stage at the default dims, `current` at the sweep shapes; the
+//! verdicts against PyTorch are in its `comparison.md`):
+//!
+//! <!-- mage:table compare results/backward-3/comparison.json ops=triangle_backward -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | triangle_backward | 128x32 | **22.05** mage-002 | 35.44 (6) | 35.56 (6) | 8.66 | 2.54 |
+//! | triangle_backward | 64x8 | **5.79** mage-002 | 13.12 (6) | 13.10 (6) | 8.84 | 0.66 |
+//! | triangle_backward | 256x32 | **81.81** mage-002 | 119.69 (6) | 119.80 (6) | 42.24 | 1.94 |
+//! | triangle_backward | 128x64 | **26.81** mage-002 | 54.04 (6) | 53.61 (6) | 10.56 | 2.54 |
+//! | triangle_backward | 256x64 | **164.31** mage-002 | 222.51 (6) | 222.47 (6) | 84.47 | 1.95 |
+//! | triangle_backward | 512x32 | **638.67** mage-002 | 659.60 (6) | 660.50 (6) | 337.89 | 1.89 |
+//! | triangle_backward | 7x5 | **2.25** mage-002 | 8.42 (6) | 8.42 (6) | 7.43 | 0.30 |
+//! <!-- /mage:table -->
 
 use crate::channel_tiles::{ChannelTiles, TILES_32X16, TILES_64X32, gradient_tiles_launch};
 use crate::channel_tiles::{triangle_backward_tiles_32x16, triangle_backward_tiles_64x32};
