@@ -645,6 +645,7 @@ class Graph:
         self.num_nodes = num_nodes
         self.info = _C.GraphInfo(self.rowptr, self.indices, num_nodes)
         self.id = self.info.id
+        self.t_rowptr, self.t_rows, self.t_edges = _transpose(self.rowptr, self.indices, num_nodes)
         self._versions = (_version(self.rowptr), _version(self.indices))
         _GRAPHS[self.id] = self
 
@@ -659,6 +660,19 @@ class Graph:
 
     def __repr__(self):
         return f"mage.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, device={self.rowptr.device})"
+
+
+def _transpose(rowptr: Tensor, indices: Tensor, num_nodes: int) -> Tuple[Tensor, Tensor, Tensor]:
+    """The transpose ``neighbor_backward`` reads, ``(t_rowptr, t_rows,
+    t_edges)``, int32, built once per graph on the graph's device: each
+    source's edges in increasing edge order (a stable sort of indices),
+    the row of each, and the offsets of each source's edges."""
+    index = indices.long()
+    order = torch.sort(index, stable=True).indices
+    rows = torch.repeat_interleave(torch.arange(num_nodes, device=index.device), torch.diff(rowptr.long()))
+    counts = torch.bincount(index, minlength=num_nodes)
+    t_rowptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
+    return t_rowptr, rows[order].to(torch.int32).contiguous(), order.to(torch.int32).contiguous()
 
 
 def _graph(graph_id: int, rowptr: Tensor, indices: Tensor) -> Graph:
@@ -719,6 +733,9 @@ def _neighbor_backward(grad: Tensor, rowptr: Tensor, indices: Tensor, x: Tensor,
         "rowptr": g.rowptr,
         "indices": g.indices,
         "dY": grad.reshape(x.shape[0], width).contiguous(),
+        "t_rowptr": g.t_rowptr,
+        "t_rows": g.t_rows,
+        "t_edges": g.t_edges,
     }
     info = _C.op_info("neighbor_backward")
     roles = [i["role"] for i in info["inputs"]]

@@ -217,7 +217,7 @@ class StandIn:
         def nb(x, w, rowptr, indices):
             return torch.zeros_like(x).index_add(0, rows_of(rowptr), w[:, None] * x[indices.long()])
 
-        def nb_backward(x, w, rowptr, indices, dy):
+        def nb_backward(x, w, rowptr, indices, dy, *transpose):
             rows, idx = rows_of(rowptr), indices.long()
             return [torch.zeros_like(x).index_add(0, idx, w[:, None] * dy[rows]), (dy[rows] * x[idx]).sum(1)]
 
@@ -289,6 +289,11 @@ class TorchSemanticsWithAStandIn(unittest.TestCase):
         indices = torch.tensor([1, 3, 0, 1, 2, 3], dtype=torch.int32)
         g = object.__new__(ops.Graph)
         g.rowptr, g.indices, g.num_nodes, g.info, g.id = rowptr, indices, 4, None, 10**9
+        g.t_rowptr, g.t_rows, g.t_edges = ops._transpose(rowptr, indices, 4)
+        # Sources 0..3 have edges [2], [0, 3], [4], [1, 5]: rows 2; 0, 2; 2; 0, 3.
+        self.assertEqual(g.t_rowptr.tolist(), [0, 1, 3, 4, 6])
+        self.assertEqual(g.t_edges.tolist(), [2, 0, 3, 4, 1, 5])
+        self.assertEqual(g.t_rows.tolist(), [2, 0, 2, 2, 0, 3])
         g._versions = (ops._version(rowptr), ops._version(indices))
         ops._GRAPHS[g.id] = g
         rows = torch.tensor([0, 0, 2, 2, 2, 3])
