@@ -64,6 +64,7 @@ pub mod mage_009;
 pub mod mage_010;
 pub mod nt;
 pub mod space;
+pub mod tile16;
 pub mod tf32x3;
 pub mod tn;
 

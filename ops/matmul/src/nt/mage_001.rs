@@ -1,6 +1,6 @@
 //! matmul_nt mage-001: 16x16 shared tiles, one output per thread.
 //!
-//! Kernel body: this module (`matmul_nt_tile16`).
+//! Kernel body: [`crate::tile16`] (shared with matmul_tn mage-001); this module holds its entry and plan.
 //!
 //! What: matmul's first stage with B stored `[n, k]`. A 256-thread block
 //! computes a 16x16 tile of C. For each K step of 16, every thread copies
@@ -25,44 +25,12 @@
 //!
 //! Measured: not yet measured on the GPU.
 
-use mage_common::device::*;
-
-pub const TILE: u32 = 16;
-pub const THREADS: u32 = TILE * TILE;
-/// Floats per row of the B tile in shared memory: one more than `TILE`.
-pub const B_ROW_FLOATS: u32 = TILE + 1;
-/// The A tile (16x16 floats), then the B tile (16 rows of 17).
-pub const SHARED_BYTES: u32 = (TILE * TILE + TILE * B_ROW_FLOATS) * 4;
+use crate::tile16::{SHARED_BYTES, THREADS, TILE, body};
 
 mage_common::kernel! {
     /// Block `b` computes tile `(b / tiles_n, b % tiles_n)` of C; `SHARED_BYTES` of shared memory.
     pub unsafe fn matmul_nt_tile16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
-        let t = thread_idx_x();
-        let (tx, ty) = (t % TILE, t / TILE);
-        // At least 1 (n >= 1), said so the division needs no zero check.
-        let tiles_n = n.div_ceil(TILE).max(1);
-        let (row0, col0) = (block_idx_x() / tiles_n * TILE, block_idx_x() % tiles_n * TILE);
-        let (row, col) = (row0 + ty, col0 + tx);
-        // As[ty][tx] = A[row, k0 + tx] and Bs[ty][tx] = B[col0 + ty, k0 + tx], byte offsets.
-        let (a_at, b_at) = (t * 4, (THREADS + ty * B_ROW_FLOATS + tx) * 4);
-        let b_row = col0 + ty;
-        let mut acc = 0.0;
-        let mut k0 = 0;
-        while k0 < k {
-            let kk = k0 + tx;
-            smem_st(a_at, if row < m && kk < k { unsafe { ld_nc(a, row * k + kk) } } else { 0.0 });
-            smem_st(b_at, if b_row < n && kk < k { unsafe { ld_nc(b, b_row * k + kk) } } else { 0.0 });
-            sync_threads();
-            for p in 0..TILE {
-                acc = fma(smem_ld((ty * TILE + p) * 4), smem_ld((THREADS + tx * B_ROW_FLOATS + p) * 4), acc);
-            }
-            // Everyone is done with the tiles before they are overwritten.
-            sync_threads();
-            k0 += TILE;
-        }
-        if row < m && col < n {
-            unsafe { st(c, row * n + col, acc) }
-        }
+        unsafe { body::<false, false>(a, b, c, m, n, k) }
     }
 }
 
