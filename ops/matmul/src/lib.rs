@@ -64,8 +64,8 @@ pub mod mage_009;
 pub mod mage_010;
 pub mod nt;
 pub mod space;
-pub mod tile16;
 pub mod tf32x3;
+pub mod tile16;
 pub mod tn;
 
 #[cfg(not(target_arch = "nvptx64"))]
