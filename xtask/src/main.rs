@@ -165,8 +165,9 @@ enum Cmd {
         out: PathBuf,
     },
     /// On a GPU: measure the numerical contract and compare every stage
-    /// with the emulator on small shapes.
+    /// with the emulator on small shapes; OPS limits the stages to those ops.
     GpuCheck {
+        ops: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -248,7 +249,7 @@ fn main() -> ExitCode {
         Cmd::Sweep(args) => runner::sweep(&args),
         Cmd::Bundle { out } => needs_checkout("bundle").and_then(|()| ops::bundle(&out)),
         Cmd::Wheel { out } => needs_checkout("wheel").and_then(|()| wheel::wheel(&out).map(|_| ())),
-        Cmd::GpuCheck { json } => runner::gpu_check(json),
+        Cmd::GpuCheck { ops, json } => runner::gpu_check(&ops, json),
         Cmd::Compare(args) => compare::compare(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),
         Cmd::Tables { check } => needs_checkout("tables").and_then(|()| tables::tables(check)),

@@ -496,7 +496,9 @@ pub fn fixtures(a: &FixturesArgs) -> Result<(), String> {
 
 /// `cargo xtask gpu-check`: the numerical contract measured, then every
 /// stage on the GPU against the emulator on small shapes.
-pub fn gpu_check(json: bool) -> Result<(), String> {
+pub fn gpu_check(only: &[String], json: bool) -> Result<(), String> {
+    let chosen: Vec<&'static Op> =
+        if only.is_empty() { ops::all() } else { only.iter().map(|n| ops::find(n)).collect::<Result<_, _>>()? };
     let _lock = crate::lock::GpuLock::acquire("gpu-check")?;
     let gpu = open_gpu()?;
     let mut lines = vec![];
@@ -517,7 +519,7 @@ pub fn gpu_check(json: bool) -> Result<(), String> {
             );
         }
     }
-    for op in ops::all() {
+    for op in chosen {
         for stage in op.stages {
             for (dims, generator) in crate::probes::differential_shapes(op) {
                 if !(stage.supports)(&dims) {
