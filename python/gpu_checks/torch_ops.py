@@ -119,6 +119,8 @@ def main():
         attempt(f"layer_norm {s} no affine", lambda: fwd_bwd(f"layer_norm {s} no affine", lambda x: mage.layer_norm(x, [w]), lambda x: F.layer_norm(x, [w]), [rn(*s)], w))
         attempt(f"gelu tanh {s}", lambda: fwd_bwd(f"gelu tanh {s}", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [rn(*s)], 1, 2.0**-11))
         attempt(f"bias_gelu {s}", lambda: fwd_bwd(f"bias_gelu {s}", mage.bias_gelu, lambda x, b: F.gelu(x + b, approximate="tanh"), [rn(*s), rn(w)], s[0], 2.0**-11))
+    for eps in [1e-12, 1e-6, 0.1]:
+        attempt(f"layer_norm (64, 256) eps={eps}", lambda: fwd_bwd(f"layer_norm (64, 256) eps={eps}", lambda x, g, b: mage.layer_norm(x, [256], g, b, eps), lambda x, g, b: F.layer_norm(x, [256], g, b, eps), [rn(64, 256, scale=0.3), rn(256), rn(256)], 256))
     attempt("layer_norm [2, 3, 4, 8] over [4, 8]", lambda: fwd_bwd("layer_norm [2, 3, 4, 8] over [4, 8]", lambda x, g, b: mage.layer_norm(x, [4, 8], g, b), lambda x, g, b: F.layer_norm(x, [4, 8], g, b), [rn(2, 3, 4, 8), rn(4, 8), rn(4, 8)], 32))
     mm_shapes = [((5, 7), (7, 3)), ((2, 3, 64, 96), (96, 80)), ((3, 33, 17), (3, 17, 9)), ((2, 1, 8, 16), (5, 16, 4)), ((16,), (16, 8)), ((8, 16), (16,))]
     for sa, sb in mm_shapes:
@@ -315,7 +317,7 @@ def main():
     refused("float64 refused", lambda: mage.layer_norm(x.double(), [8]), "torch.float64")
     refused("bfloat16 refused", lambda: mage.gelu(x.bfloat16(), approximate="tanh"), "torch.bfloat16")
     refused("CPU tensor refused", lambda: mage.matmul(x.cpu(), x.cpu().t()), "is on cpu")
-    refused("eps 1e-6 refused (open)", lambda: mage.layer_norm(x, [8], eps=1e-6), "eps = 1e-05")
+    refused("eps nan refused", lambda: mage.layer_norm(x, [8], eps=float("nan")), "eps = nan; it must be a finite number")
     refused("exact-erf GELU refused (open)", lambda: mage.gelu(x), "approximate='tanh' only")
     def strided():
         xt = torch.randn(8, 4, device=dev).t()

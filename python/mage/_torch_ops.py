@@ -21,8 +21,7 @@ Semantics are PyTorch's: any leading dims (flattened to the op's 2-D or
 Non-contiguous inputs are made contiguous (``.contiguous()``: a copy).
 Refused, each with a one-line ``mage.MageError``: a dtype other than
 float32 (no cast is made), a tensor not on a CUDA device, and what Mage's
-kernels do not compute yet: ``eps`` other than the op's constant (1e-5)
-and exact-erf GELU (``approximate="none"``, PyTorch's default). An op
+kernels do not compute yet: exact-erf GELU (``approximate="none"``, PyTorch's default). An op
 this build lacks (``matmul_nt``, ``matmul_tn``) is a one-line error
 naming it.
 
@@ -89,11 +88,12 @@ def _same_device(op: str, first: Tensor, *others: Tuple[str, Optional[Tensor]]) 
             raise MageError(f"mage.{op}: {what} is on {t.device}, the input on {first.device}; every tensor must be on one device")
 
 
-def _run(op: str, needed_by: str, inputs, stage: str = "current", graph=None):
-    """One launch of `op` on contiguous float32 CUDA `inputs`; its outputs."""
+def _run(op: str, needed_by: str, inputs, stage: str = "current", graph=None, constants=None):
+    """One launch of `op` on contiguous float32 CUDA `inputs`; its outputs.
+    `constants`: ``[(name, value)]`` of the op's constants to set (``eps``)."""
     launcher = _launcher(op, needed_by)
     device = inputs[0].device.index or 0
-    return launcher.run(list(inputs), device, _raw_stream(device), stage, graph)
+    return launcher.run(list(inputs), device, _raw_stream(device), stage, graph, constants)
 
 
 def _eps_of(op: str) -> float:
@@ -105,6 +105,12 @@ _LN_EPS = _eps_of("layernorm")
 
 def _f32(v: float) -> float:
     return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def _eps_constants(eps: float):
+    """The kernels' ``eps`` parameter set to `eps` (rounded to float32, as
+    the kernels add it); None at the op's own value, whose plans pass it."""
+    return None if _f32(eps) == _f32(_LN_EPS) else [("eps", _f32(eps))]
 
 
 def _width(shape: Sequence[int]) -> int:
@@ -131,8 +137,8 @@ def _layer_norm_checks(x, normalized_shape, weight, bias, eps, fake=False):
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != ns:
             raise MageError(f"mage.layer_norm: {what} is {list(t.shape)}; normalized_shape is {list(ns)}")
-    if _f32(eps) != _f32(_LN_EPS):
-        raise MageError(f"mage.layer_norm: eps = {eps} is not computed by Mage's kernels; they take eps = 1e-05 (the op's constant) only")
+    if not isinstance(eps, (int, float)) or eps != eps or abs(eps) == float("inf"):
+        raise MageError(f"mage.layer_norm: eps = {eps!r}; it must be a finite number")
     return ns
 
 
@@ -146,7 +152,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     x2 = input.reshape(-1, width).contiguous()
     gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
     beta = torch.zeros(width, device=input.device) if bias is None else bias.reshape(width).contiguous()
-    (y,) = _run("layernorm", "layer_norm", (x2, gamma, beta))
+    (y,) = _run("layernorm", "layer_norm", (x2, gamma, beta), constants=_eps_constants(eps))
     return y.view(input.shape)
 
 
@@ -157,7 +163,7 @@ def _(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 @torch.library.custom_op("mage::layer_norm_backward", mutates_args=())
-def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor], eps: float = 1e-5) -> Tuple[Tensor, Tensor, Tensor]:
     """(d input, d weight, d bias) through Mage's ``layernorm_backward``."""
     ns = tuple(normalized_shape)
     width = _width(ns)
@@ -168,26 +174,27 @@ def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[
     x2 = input.reshape(-1, width).contiguous()
     gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
     dy = grad.reshape(-1, width).contiguous()
-    dx, dgamma, dbeta = _run("layernorm_backward", "layer_norm", (x2, gamma, dy))
+    dx, dgamma, dbeta = _run("layernorm_backward", "layer_norm", (x2, gamma, dy), constants=_eps_constants(eps))
     return dx.view(input.shape), dgamma.view(ns), dbeta.view(ns)
 
 
 @layer_norm_backward.register_fake
-def _(grad, input, normalized_shape, weight):
+def _(grad, input, normalized_shape, weight, eps=1e-5):
     ns = tuple(normalized_shape)
     return torch.empty_like(input, memory_format=torch.contiguous_format), input.new_empty(ns), input.new_empty(ns)
 
 
 def _layer_norm_setup(ctx, inputs, output):
-    x, normalized_shape, weight, bias, _eps = inputs
+    x, normalized_shape, weight, bias, eps = inputs
     ctx.normalized_shape = tuple(normalized_shape)
+    ctx.eps = eps
     ctx.has = (weight is not None, bias is not None)
     ctx.save_for_backward(x, weight)
 
 
 def _layer_norm_grad(ctx, grad):
     x, weight = ctx.saved_tensors
-    dx, dw, db = torch.ops.mage.layer_norm_backward(grad, x, ctx.normalized_shape, weight)
+    dx, dw, db = torch.ops.mage.layer_norm_backward(grad, x, ctx.normalized_shape, weight, ctx.eps)
     return dx, None, dw if ctx.has[0] else None, db if ctx.has[1] else None, None
 
 

@@ -5,7 +5,7 @@ Each subclasses torch's module: the same constructor arguments and
 defaults, the same parameters, initialisation, ``state_dict`` keys and
 ``extra_repr``, so a state_dict moves between torch's module and Mage's
 either way. Only ``forward`` differs, with the ops' refusals: float32 CUDA
-tensors only, ``LayerNorm``'s ``eps`` must be 1e-5, and ``GELU`` computes
+tensors only, and ``GELU`` computes
 ``approximate="tanh"`` only (its default, PyTorch's ``"none"``, is
 refused when called, never computed another way).
 """

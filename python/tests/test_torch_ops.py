@@ -123,7 +123,7 @@ class TorchOps(unittest.TestCase):
             fx = torch.empty(4, 8)
             self.check_refusals([
                 (lambda: mage.layer_norm(fx.double(), [8]), "mage.layer_norm: input is torch.float64; Mage's kernels compute in torch.float32 only (no cast is made: .float() first)"),
-                (lambda: mage.layer_norm(fx, [8], eps=1e-6), "mage.layer_norm: eps = 1e-06 is not computed by Mage's kernels; they take eps = 1e-05 (the op's constant) only"),
+                (lambda: mage.layer_norm(fx, [8], eps=float("nan")), "mage.layer_norm: eps = nan; it must be a finite number"),
                 (lambda: mage.gelu(fx), "mage.gelu: approximate='none' (exact erf, PyTorch's default) is not computed by Mage's kernels; they compute approximate='tanh' only"),
                 (lambda: mage.gelu(fx, approximate="fast"), "mage.gelu: approximate='fast'; it must be 'none' or 'tanh'"),
                 (lambda: mage.gelu(fx.half(), approximate="tanh"), "mage.gelu: input is torch.float16"),
@@ -131,8 +131,9 @@ class TorchOps(unittest.TestCase):
                 (lambda: mage.layer_norm(fx, [7]), "mage.layer_norm: normalized_shape [7] is not the trailing shape"),
                 (lambda: mage.bias_gelu(fx, torch.empty(7)), "mage.bias_gelu: bias is [7]"),
             ])
-            # torch's default eps (1e-5 as a Python float) is the op's constant.
+            # Any finite eps is taken: the kernels' parameter.
             mage.layer_norm(torch.empty(2, 8), [8], eps=1e-5)
+            mage.layer_norm(torch.empty(2, 8), [8], eps=1e-12)
 
     def test_a_missing_op_is_one_line_naming_it(self):
         if "matmul_nt" in mage.ops():

@@ -218,6 +218,36 @@ impl From<Launch> for Plan {
     }
 }
 
+impl Plan {
+    /// How many kernel parameters are named `name` (an op's constant, such
+    /// as LayerNorm's `eps`) and take an f32.
+    pub fn constant_params(&self, name: &str) -> usize {
+        self.launches
+            .iter()
+            .map(|l| l.kernel.params.iter().zip(&l.args).filter(|(p, a)| p.name == name && matches!(a, Arg::F32(_))).count())
+            .sum()
+    }
+
+    /// The plan with every f32 kernel parameter named `name` set to `value`:
+    /// how a caller runs an op at a constant other than its definition's
+    /// (the plan passes the op's value). An error where no kernel of the
+    /// plan takes that parameter, since the value would be silently lost.
+    pub fn with_constant(mut self, name: &str, value: f32) -> Result<Plan, String> {
+        if self.constant_params(name) == 0 {
+            let kernels: Vec<_> = self.launches.iter().map(|l| l.kernel.name).collect();
+            return Err(format!("no kernel of this plan ({}) takes `{name}`: it is fixed at the op's value", kernels.join(", ")));
+        }
+        for l in &mut self.launches {
+            for (p, a) in l.kernel.params.iter().zip(l.args.iter_mut()) {
+                if p.name == name && matches!(a, Arg::F32(_)) {
+                    *a = Arg::F32(value);
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
 /// One stage of an op's history.
 pub struct Stage {
     /// `mage-001`, `mage-002`, ...

@@ -5,7 +5,6 @@
 //! PTX is pinned by the resource snapshot and was identical when this
 //! moved here.
 
-use crate::EPS;
 use mage_common::device::*;
 
 /// Threads of the block that holds a row.
@@ -40,7 +39,7 @@ pub fn block_sum(v: f32) -> f32 {
 /// # Safety
 /// `x[base..base + width]` must be readable.
 #[inline(always)]
-pub unsafe fn row_statistics(x: *const f32, base: u32, width: u32) -> (f32, f32, f32) {
+pub unsafe fn row_statistics(x: *const f32, base: u32, width: u32, eps: f32) -> (f32, f32, f32) {
     let t = thread_idx_x();
     let n = width as f32;
     unsafe {
@@ -63,6 +62,6 @@ pub unsafe fn row_statistics(x: *const f32, base: u32, width: u32) -> (f32, f32,
         let (sd, sd2) = (block_sum(sd), block_sum(sd2));
         let centre = mean0 + sd / n;
         let var = ((sd2 - sd * sd / n) / n).max(0.0);
-        (shift, centre, 1.0 / sqrt(var + EPS))
+        (shift, centre, 1.0 / sqrt(var + eps))
     }
 }

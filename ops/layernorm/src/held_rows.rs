@@ -10,7 +10,6 @@
 //! `tests/stages.rs`, so a new stage that changes the body takes a module
 //! of its own.
 
-use crate::EPS;
 use mage_common::device::*;
 
 /// Declares a stage's kernel entries, `name => (threads, quads, rows,
@@ -19,14 +18,14 @@ use mage_common::device::*;
 macro_rules! row_entries {
     ($body:ident::<_, _, _, $($rest:tt),*>; $($name:ident => ($t:literal, $q:literal, $r:literal, $regs:literal)),* $(,)?) => {
         #[inline(always)]
-        unsafe fn body<const T: u32, const Q: usize, const R: u32>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
-            unsafe { crate::held_rows::$body::<T, Q, R, $($rest),*>(x, gamma, beta, y, rows, width) }
+        unsafe fn body<const T: u32, const Q: usize, const R: u32>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
+            unsafe { crate::held_rows::$body::<T, Q, R, $($rest),*>(x, gamma, beta, y, rows, width, eps) }
         }
 
         $(mage_common::kernel! {
             #[doc = concat!("Groups of ", stringify!($t), " threads holding ", stringify!($q), " quads each, ", stringify!($r), " group(s) per block.")]
-            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
-                unsafe { body::<$t, $q, $r>(x, gamma, beta, y, rows, width) }
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
+                unsafe { body::<$t, $q, $r>(x, gamma, beta, y, rows, width, eps) }
             }
         })*
 
@@ -90,13 +89,13 @@ pub fn publish(offset: u32, p: WarpPart) {
     }
 }
 
-/// The row's mean and `1/sqrt(var + EPS)` from the parts of `warps` warps
+/// The row's mean and `1/sqrt(var + eps)` from the parts of `warps` warps
 /// published at `offset` (read after a barrier): `mean = Σ sum_v / width`,
 /// `M2 = Σ m2_v + n_v (mean_v - mean)²`. Each warp divided once for its own
 /// mean, so merging costs no division (mage-006 and mage-008 divide once
 /// per warp in every thread here).
 #[inline(always)]
-pub fn merge_parts(offset: u32, warps: u32, inv_width: f32) -> (f32, f32) {
+pub fn merge_parts(offset: u32, warps: u32, inv_width: f32, eps: f32) -> (f32, f32) {
     let mut sum = 0.0;
     for v in 0..warps {
         sum += smem_ld(offset + 16 * v);
@@ -108,7 +107,7 @@ pub fn merge_parts(offset: u32, warps: u32, inv_width: f32) -> (f32, f32) {
         let d = p.y - mean;
         m2 += p.z + p.w * d * d;
     }
-    (mean, rsqrt_approx(m2 * inv_width + EPS))
+    (mean, rsqrt_approx(m2 * inv_width + eps))
 }
 
 /// Writes `gamma·(v - mean)·rstd + beta` for the valid held quads of a row
@@ -167,6 +166,7 @@ pub unsafe fn held_rows<const T: u32, const Q: usize, const R: u32, A: Access, c
     y: *mut f32,
     rows: u32,
     width: u32,
+    eps: f32,
 ) {
     let tid = thread_idx_x();
     let (group, t) = (tid / T, tid % T);
@@ -190,7 +190,7 @@ pub unsafe fn held_rows<const T: u32, const Q: usize, const R: u32, A: Access, c
     let slots = group * warps * 16;
     publish(slots + 16 * w, warp_part(&held, &valid, warp_count::<T, Q>(w, quads)));
     sync_threads();
-    let stats = merge_parts(slots, warps, 1.0 / width as f32);
+    let stats = merge_parts(slots, warps, 1.0 / width as f32, eps);
     if active {
         unsafe { write_row::<T, Q, GATHER, A>(gamma, beta, y, base, t, &held, &valid, stats) };
     }

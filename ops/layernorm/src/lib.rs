@@ -62,12 +62,18 @@ mod host {
 
     /// The kernel arguments every LayerNorm kernel takes, in order.
     pub fn args(rows: u32, width: u32) -> Vec<Arg> {
-        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)]
+        vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width), Arg::F32(EPS)]
     }
 
     /// The f64 reference, with each element's magnitude `|gamma[c]|·(1 +
     /// |x̂|) + |beta[c]|` (`x̂` the exact normalised value) in the same pass.
     pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
+        reference_at(dims, inputs, EPS)
+    }
+
+    /// [`reference`] at another `eps` (the kernels' `eps` parameter, which
+    /// a caller may set: [`Plan::with_constant`](mage_common::op::Plan::with_constant)).
+    pub fn reference_at(dims: &[u32], inputs: &[HostBuf], eps: f32) -> Reference {
         let (rows, width) = (dims[0] as usize, dims[1] as usize);
         let (x, gamma, beta) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_f32());
         let mut out = Vec::with_capacity(rows * width);
@@ -75,7 +81,7 @@ mod host {
         for row in x.chunks_exact(width).take(rows) {
             let mean = row.iter().map(|v| *v as f64).sum::<f64>() / width as f64;
             let var = row.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / width as f64;
-            let rstd = 1.0 / (var + EPS as f64).sqrt();
+            let rstd = 1.0 / (var + eps as f64).sqrt();
             for (c, v) in row.iter().enumerate() {
                 let (xhat, g, b) = ((*v as f64 - mean) * rstd, gamma[c] as f64, beta[c] as f64);
                 out.push(xhat * g + b);

@@ -30,11 +30,11 @@ use mage_common::device::*;
 
 mage_common::kernel! {
     /// One block per row; the tree reductions need `THREADS * 4` bytes of shared memory.
-    pub unsafe fn layernorm_block_tree(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_block_tree(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let _ = rows;
         let (t, base) = (thread_idx_x(), block_idx_x() * width);
         unsafe {
-            let (shift, mean, rstd) = row_statistics(x, base, width);
+            let (shift, mean, rstd) = row_statistics(x, base, width, eps);
             let mut c = t;
             while c < width {
                 let d = ld_nc(x, base + c) - shift - mean;

@@ -22,14 +22,13 @@
 //! | 16384x4096 | 263.83 | 268.91 |
 //! <!-- /mage:table -->
 
-use crate::EPS;
 use mage_common::device::*;
 
 pub const WARPS: u32 = 8;
 
 mage_common::kernel! {
     /// Warp `w` of block `b` normalises row `b * WARPS + w`.
-    pub unsafe fn layernorm_warp(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_warp(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let row = block_idx_x() * WARPS + warp_id();
         if row >= rows {
             return;
@@ -54,7 +53,7 @@ mage_common::kernel! {
             }
             let (sd, sd2) = (warp_sum(sd), warp_sum(sd2));
             let mean = mean0 + sd / n;
-            let rstd = 1.0 / sqrt(((sd2 - sd * sd / n) / n).max(0.0) + EPS);
+            let rstd = 1.0 / sqrt(((sd2 - sd * sd / n) / n).max(0.0) + eps);
             q = lane;
             while q < quads {
                 let d = ld_nc4(x, base + 4 * q).map(|v| v - shift - mean);

@@ -30,7 +30,6 @@
 //! | 16384x4096 | 203.18 | 208.16 |
 //! <!-- /mage:table -->
 
-use crate::EPS;
 use mage_common::device::*;
 use mage_common::stats::Moments;
 
@@ -40,7 +39,7 @@ const SLOT_BYTES: u32 = 12;
 
 mage_common::kernel! {
     /// Warps `2r` and `2r + 1` of a block share row `r` of the block's four.
-    pub unsafe fn layernorm_pair(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_pair(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let (w, lane) = (warp_id(), lane_id());
         let row = block_idx_x() * ROWS_PER_BLOCK + w / 2;
         let active = row < rows;
@@ -74,7 +73,7 @@ mage_common::kernel! {
         let pair = (w & !1) * SLOT_BYTES;
         let half = |o: u32| Moments { n: smem_ld(o), mean: smem_ld(o + 4), m2: smem_ld(o + 8) };
         let total = half(pair).merge(half(pair + SLOT_BYTES));
-        let rstd = 1.0 / sqrt(total.variance() + EPS);
+        let rstd = 1.0 / sqrt(total.variance() + eps);
         unsafe {
             for k in 0..steps {
                 let q = first + k * 32 + lane;

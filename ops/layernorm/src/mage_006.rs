@@ -34,9 +34,9 @@ pub const MAX_WIDTH: u32 = THREADS * 8;
 
 mage_common::kernel! {
     /// Block `r` normalises row `r`; 32 bytes of shared memory.
-    pub unsafe fn layernorm_row(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_row(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let _ = rows;
-        unsafe { row_held::<THREADS>(x, gamma, beta, y, width) }
+        unsafe { row_held::<THREADS>(x, gamma, beta, y, width, eps) }
     }
 }
 

@@ -25,13 +25,12 @@
 //! | 8192x768 | 13.87 | 20.56 |
 //! <!-- /mage:table -->
 
-use crate::EPS;
 use mage_common::device::*;
 
 pub const WARPS: u32 = 8;
 
 #[inline(always)]
-unsafe fn warp_row<const Q: usize>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+unsafe fn warp_row<const Q: usize>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
     let row = block_idx_x() * WARPS + warp_id();
     if row >= rows {
         return;
@@ -55,7 +54,7 @@ unsafe fn warp_row<const Q: usize>(x: *const f32, gamma: *const f32, beta: *cons
                 m2 += v.map(|a| (a - mean) * (a - mean)).sum();
             }
         }
-        let rstd = rsqrt_approx(warp_sum(m2) / n + EPS);
+        let rstd = rsqrt_approx(warp_sum(m2) / n + eps);
         for (i, v) in held.iter().enumerate() {
             let q = quad(i);
             if q < quads {
@@ -70,8 +69,8 @@ macro_rules! held_entries {
     ($($name:ident => $q:literal),*) => {
         $(mage_common::kernel! {
             #[doc = concat!("Rows of up to ", stringify!($q), " × 128 elements, ", stringify!($q), " quads held per lane.")]
-            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
-                unsafe { warp_row::<$q>(x, gamma, beta, y, rows, width) }
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
+                unsafe { warp_row::<$q>(x, gamma, beta, y, rows, width, eps) }
             }
         })*
 

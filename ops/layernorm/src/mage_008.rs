@@ -28,17 +28,17 @@ use crate::row_held::row_held;
 
 mage_common::kernel! {
     /// Rows of up to 2048: 256 threads, 64 bytes of shared memory.
-    pub unsafe fn layernorm_row_256(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_row_256(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let _ = rows;
-        unsafe { row_held::<256>(x, gamma, beta, y, width) }
+        unsafe { row_held::<256>(x, gamma, beta, y, width, eps) }
     }
 }
 
 mage_common::kernel! {
     /// Rows of up to 4096: 512 threads, 128 bytes of shared memory.
-    pub unsafe fn layernorm_row_512(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
+    pub unsafe fn layernorm_row_512(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
         let _ = rows;
-        unsafe { row_held::<512>(x, gamma, beta, y, width) }
+        unsafe { row_held::<512>(x, gamma, beta, y, width, eps) }
     }
 }
 

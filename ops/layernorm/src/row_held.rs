@@ -6,7 +6,6 @@
 //! `tests/stages.rs`, so a new stage that changes the body takes a module
 //! of its own.
 
-use crate::EPS;
 use mage_common::device::*;
 
 /// Quads of warp `w`'s lanes that fall inside a row of `quads` quads, over
@@ -20,7 +19,7 @@ fn warp_quads<const T: u32>(w: u32, quads: u32) -> u32 {
 /// The body of a block-per-row kernel with `T` threads holding two quads
 /// each (rows up to `8 T`): mage-006 is `T` = 128, mage-008 wider blocks.
 #[inline(always)]
-pub(crate) unsafe fn row_held<const T: u32>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, width: u32) {
+pub(crate) unsafe fn row_held<const T: u32>(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, width: u32, eps: f32) {
     let (t, base, quads) = (thread_idx_x(), block_idx_x() * width, width / 4);
     let (q0, q1) = (t, t + T);
     let (has0, has1) = (q0 < quads, q1 < quads);
@@ -55,7 +54,7 @@ pub(crate) unsafe fn row_held<const T: u32>(x: *const f32, gamma: *const f32, be
             m2 += smem_ld(v * 8 + 4) + n_v * d * d;
         }
     }
-    let rstd = rsqrt_approx(m2 / width as f32 + EPS);
+    let rstd = rsqrt_approx(m2 / width as f32 + eps);
     let write = |q: u32, v: F32x4| unsafe {
         let out = v.zip3(ld_nc4(gamma, 4 * q), ld_nc4(beta, 4 * q), |v, g, b| fma((v - mean) * rstd, g, b));
         st4(y, base + 4 * q, out);

@@ -32,7 +32,6 @@
 //! `rsqrt.approx`; `warp-t256-hold8-f1` is nearest to mage-007 (which holds
 //! 2 to 8 quads by width, with `rsqrt.approx`).
 
-use crate::EPS;
 use mage_common::device::*;
 
 /// Sum over a row's group of `G` lanes (a power of two; the whole block
@@ -106,6 +105,7 @@ unsafe fn body<const G: u32, const T: u32, const HELD: usize, const U: usize>(
     y: *mut f32,
     rows: u32,
     width: u32,
+    eps: f32,
 ) {
     let t = thread_idx_x();
     let row = block_idx_x() * (T / G) + t / G;
@@ -156,7 +156,7 @@ unsafe fn body<const G: u32, const T: u32, const HELD: usize, const U: usize>(
     }
     let (sd, sd2) = (group_sum::<G, T>(sd, slots), group_sum::<G, T>(sd2, 2 * slots));
     let mean = mean0 + sd / n;
-    let rstd = 1.0 / sqrt(((sd2 - sd * sd / n) / n).max(0.0) + EPS);
+    let rstd = 1.0 / sqrt(((sd2 - sd * sd / n) / n).max(0.0) + eps);
 
     let write = |q: u32, d: F32x4| unsafe {
         let out = d.zip3(ld_nc4(gamma, 4 * q), ld_nc4(beta, 4 * q), |d, g, b| fma(d * rstd, g, b));
@@ -176,8 +176,8 @@ unsafe fn body<const G: u32, const T: u32, const HELD: usize, const U: usize>(
 macro_rules! entries {
     ($($name:ident: $g:literal $t:literal $held:literal $u:literal;)*) => {
         $(mage_common::kernel! {
-            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32) {
-                unsafe { body::<$g, $t, $held, $u>(x, gamma, beta, y, rows, width) }
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, beta: *const f32, y: *mut f32, rows: u32, width: u32, eps: f32) {
+                unsafe { body::<$g, $t, $held, $u>(x, gamma, beta, y, rows, width, eps) }
             }
         })*
 

@@ -44,8 +44,12 @@ struct Planned {
     outputs: Vec<Vec<usize>>,
 }
 
-/// A plan cache's key: the stage asked for, the input shapes, the graph.
-type PlanKey = (String, Vec<Vec<usize>>, Option<u64>);
+/// A plan cache's key: the stage asked for, the input shapes, the graph,
+/// the constants set (name, f32 bits).
+type PlanKey = (String, Vec<Vec<usize>>, Option<u64>, Vec<(String, u32)>);
+
+/// Constants a call sets: `(name, value)`, as `Launcher.run` takes them.
+type Constants = Option<Vec<(String, f32)>>;
 
 /// What `Launcher.plan` returns: the stage, the dims, the output shapes.
 type PlanInfo = (&'static str, Vec<u32>, Vec<Vec<usize>>);
@@ -55,6 +59,7 @@ struct BindKey {
     /// A stage's plan is a function of its dims: the two name it.
     stage: &'static str,
     dims: Vec<u32>,
+    constants: Vec<(String, u32)>,
     device: usize,
     ptrs: Vec<u64>,
 }
@@ -87,8 +92,9 @@ fn shape_of(t: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 impl Launcher {
     /// The plan for these shapes; `graph` gives the contents `current`
     /// reads where the op's dispatcher reads some (neighbor's rowptr).
-    fn planned(&self, stage: &str, shapes: Vec<Vec<usize>>, graph: Option<&GraphInfo>) -> PyResult<Arc<Planned>> {
-        let key = (stage.to_string(), shapes, graph.map(|g| g.id));
+    fn planned(&self, stage: &str, shapes: Vec<Vec<usize>>, graph: Option<&GraphInfo>, constants: &Constants) -> PyResult<Arc<Planned>> {
+        let set: Vec<(String, u32)> = constants.iter().flatten().map(|(n, v)| (n.clone(), v.to_bits())).collect();
+        let key = (stage.to_string(), shapes, graph.map(|g| g.id), set);
         if let Some(p) = self.plans.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
             return Ok(p.clone());
         }
@@ -114,7 +120,18 @@ impl Launcher {
             )));
         }
         let picked = op.pick(stage, &dims, &host).map_err(error)?;
-        let plan = op.plan_for(picked.stage, &dims).map_err(error)?;
+        let mut plan = op.plan_for(picked.stage, &dims).map_err(error)?;
+        for (name, value) in constants.iter().flatten() {
+            if op.constant(name).is_none() {
+                let names: Vec<_> = op.constants.iter().map(|(n, _)| *n).collect();
+                return Err(error(format!(
+                    "{} has no constant `{name}` (its constants: {})",
+                    op.name,
+                    if names.is_empty() { "none".into() } else { names.join(", ") }
+                )));
+            }
+            plan = plan.with_constant(name, *value).map_err(|e| error(format!("{} {}: {e}", op.name, picked.stage.name)))?;
+        }
         let outputs = op.output_shapes(&dims);
         let planned = Arc::new(Planned { stage: picked.stage, dims, plan, outputs });
         let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
@@ -153,9 +170,15 @@ impl Launcher {
     /// `(stage, dims, output shapes)` of a call on inputs of these shapes
     /// (`stage` a stage name, or `current` where the op's dispatcher reads
     /// no contents), with no device.
-    #[pyo3(signature = (shapes, stage = CURRENT, graph = None))]
-    fn plan(&self, shapes: &Bound<'_, PyAny>, stage: &str, graph: Option<PyRef<'_, GraphInfo>>) -> PyResult<PlanInfo> {
-        let p = self.planned(stage, args::shapes(shapes)?, graph.as_deref())?;
+    #[pyo3(signature = (shapes, stage = CURRENT, graph = None, constants = None))]
+    fn plan(
+        &self,
+        shapes: &Bound<'_, PyAny>,
+        stage: &str,
+        graph: Option<PyRef<'_, GraphInfo>>,
+        constants: Constants,
+    ) -> PyResult<PlanInfo> {
+        let p = self.planned(stage, args::shapes(shapes)?, graph.as_deref(), &constants)?;
         Ok((p.stage.name, p.dims.clone(), p.outputs.clone()))
     }
 
@@ -164,7 +187,9 @@ impl Launcher {
     /// returns its outputs, new tensors from `torch.empty` (a list, one per
     /// output of the op). `graph`: the `GraphInfo` of a graph op's rowptr
     /// and indices, from which `current` picks (no device access).
-    #[pyo3(signature = (inputs, device, stream, stage = CURRENT, graph = None))]
+    /// `constants`: `[(name, value)]` of the op's constants set for this
+    /// call (LayerNorm's `eps`), an error where the stage's kernels fix it.
+    #[pyo3(signature = (inputs, device, stream, stage = CURRENT, graph = None, constants = None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
@@ -173,6 +198,7 @@ impl Launcher {
         stream: usize,
         stage: &str,
         graph: Option<PyRef<'py, GraphInfo>>,
+        constants: Constants,
     ) -> PyResult<Bound<'py, PyList>> {
         let op = self.op;
         if inputs.len() != op.inputs.len() {
@@ -185,7 +211,7 @@ impl Launcher {
             shapes.push(shape_of(&t)?);
             ptrs.push(t.call_method0("data_ptr")?.extract::<u64>()?);
         }
-        let planned = self.planned(stage, shapes, graph.as_deref())?;
+        let planned = self.planned(stage, shapes, graph.as_deref(), &constants)?;
         let outputs = PyList::empty(py);
         let mut output_ptrs = Vec::with_capacity(planned.outputs.len());
         for shape in &planned.outputs {
@@ -203,7 +229,8 @@ impl Launcher {
         let n_inputs = ptrs.len();
         ptrs.extend(&output_ptrs);
         ptrs.extend(&scratch_ptrs);
-        let key = BindKey { stage: planned.stage.name, dims: planned.dims.clone(), device, ptrs };
+        let constants = constants.iter().flatten().map(|(n, v)| (n.clone(), v.to_bits())).collect();
+        let key = BindKey { stage: planned.stage.name, dims: planned.dims.clone(), constants, device, ptrs };
         let hit = self.bound.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
         let bound = match hit {
             Some(b) => b,

@@ -14,7 +14,6 @@
 //! adds the chunks with `column_total`. `gradient_entries!` declares a
 //! stage's kernel entries over it and their [`Entry`] table.
 
-use crate::EPS;
 use mage_common::device::column_sums::{TOTALS_COLUMNS, column_total, group_total, publish_quads};
 use mage_common::device::*;
 
@@ -40,8 +39,8 @@ macro_rules! gradient_entries {
         $(mage_common::kernel! {
             #[doc = concat!("Groups of ", stringify!($t), " threads holding ", stringify!($q), " quads each, ", stringify!($r), " group(s) per block; statistics recomputed.")]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe fn $name(x: *const f32, gamma: *const f32, dy: *const f32, dx: *mut f32, partials: *mut f32, rows: u32, width: u32, chunk_rows: u32) {
-                unsafe { crate::backward::held_gradient::held_gradient::<$t, $q, $r, false>(x, gamma, dy, core::ptr::null(), dx, partials, rows, width, chunk_rows) }
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, dy: *const f32, dx: *mut f32, partials: *mut f32, rows: u32, width: u32, chunk_rows: u32, eps: f32) {
+                unsafe { crate::backward::held_gradient::held_gradient::<$t, $q, $r, false>(x, gamma, dy, core::ptr::null(), dx, partials, rows, width, chunk_rows, eps) }
             }
         })*
         gradient_entries!(@table $($name => ($t, $q, $r, $regs, $b)),*);
@@ -50,8 +49,8 @@ macro_rules! gradient_entries {
         $(mage_common::kernel! {
             #[doc = concat!("Groups of ", stringify!($t), " threads holding ", stringify!($q), " quads each, ", stringify!($r), " group(s) per block; statistics read from `stats`.")]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe fn $name(x: *const f32, gamma: *const f32, dy: *const f32, stats: *const f32, dx: *mut f32, partials: *mut f32, rows: u32, width: u32, chunk_rows: u32) {
-                unsafe { crate::backward::held_gradient::held_gradient::<$t, $q, $r, true>(x, gamma, dy, stats, dx, partials, rows, width, chunk_rows) }
+            pub unsafe fn $name(x: *const f32, gamma: *const f32, dy: *const f32, stats: *const f32, dx: *mut f32, partials: *mut f32, rows: u32, width: u32, chunk_rows: u32, eps: f32) {
+                unsafe { crate::backward::held_gradient::held_gradient::<$t, $q, $r, true>(x, gamma, dy, stats, dx, partials, rows, width, chunk_rows, eps) }
             }
         })*
         gradient_entries!(@table $($name => ($t, $q, $r, $regs, $b)),*);
@@ -183,6 +182,7 @@ pub unsafe fn held_gradient<const T: u32, const Q: usize, const R: u32, const SA
     rows: u32,
     width: u32,
     chunk_rows: u32,
+    eps: f32,
 ) {
     let tid = thread_idx_x();
     let (group, t) = (tid / T, tid % T);
@@ -261,7 +261,7 @@ pub unsafe fn held_gradient<const T: u32, const Q: usize, const R: u32, const SA
             let [sd, sd2] = group_sums::<T, 2>([sd, sd2], next_slot());
             let centre = mean0 + sd / n;
             let var = ((sd2 - sd * sd / n) / n).max(0.0);
-            (shift, centre, 1.0 / sqrt(var + EPS))
+            (shift, centre, 1.0 / sqrt(var + eps))
         };
         // x̂ is formed where it is used (twice), not held.
         let xhat = |i: usize| masked(xs[i], col(i), width, |a| (a - shift - centre) * rstd);

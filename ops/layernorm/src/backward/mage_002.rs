@@ -98,6 +98,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                         Arg::Scratch(0),
                         Arg::U32(rows),
                         Arg::U32(width),
+                        Arg::F32(crate::EPS),
                     ],
                 },
                 Launch {

@@ -119,6 +119,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                         Arg::U32(rows),
                         Arg::U32(width),
                         Arg::U32(per),
+                        Arg::F32(crate::EPS),
                     ],
                 },
                 Launch {

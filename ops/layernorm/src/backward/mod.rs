@@ -49,6 +49,12 @@ mod host {
     ///   up to `γ_(rows+2)` of its terms' sum, which at 4096 rows is more
     ///   than the 1e-4 the other terms need.
     pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
+        reference_at(dims, inputs, EPS)
+    }
+
+    /// [`reference`] at another `eps`, the kernels' parameter a caller may
+    /// set ([`Plan::with_constant`](mage_common::op::Plan::with_constant)).
+    pub fn reference_at(dims: &[u32], inputs: &[HostBuf], eps: f32) -> Reference {
         let (rows, width) = (dims[0] as usize, dims[1] as usize);
         let (x, gam, dy) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_f32());
         let mut dx = Vec::with_capacity(rows * width);
@@ -61,7 +67,7 @@ mod host {
             let d = &dy[r * width..(r + 1) * width];
             let mean = row.iter().map(|v| *v as f64).sum::<f64>() / n;
             let var = row.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / n;
-            let rstd = 1.0 / (var + EPS as f64).sqrt();
+            let rstd = 1.0 / (var + eps as f64).sqrt();
             let xhat: Vec<f64> = row.iter().map(|v| (*v as f64 - mean) * rstd).collect();
             let g: Vec<f64> = d.iter().zip(gam).map(|(d, w)| *d as f64 * *w as f64).collect();
             let mean_g = g.iter().sum::<f64>() / n;

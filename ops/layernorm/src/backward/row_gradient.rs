@@ -10,7 +10,8 @@ use mage_common::device::*;
 mage_common::kernel! {
     /// One block per row: dx, and the row's shift, centre and rstd into
     /// `stats` (`[rows, 3]`; the mean is shift + centre). Needs `THREADS * 4` bytes of shared memory.
-    pub unsafe fn layernorm_backward_rows(x: *const f32, gamma: *const f32, dy: *const f32, dx: *mut f32, stats: *mut f32, rows: u32, width: u32) {
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn layernorm_backward_rows(x: *const f32, gamma: *const f32, dy: *const f32, dx: *mut f32, stats: *mut f32, rows: u32, width: u32, eps: f32) {
         let _ = rows;
         let (t, row) = (thread_idx_x(), block_idx_x());
         let base = row * width;
@@ -19,7 +20,7 @@ mage_common::kernel! {
             // The mean as the shift plus the centre of the shifted row: both
             // kept, since their FP32 sum loses what x̂ needs where the mean is
             // far larger than the row's spread.
-            let (shift, centre, rstd) = row_statistics(x, base, width);
+            let (shift, centre, rstd) = row_statistics(x, base, width, eps);
             let (mut sg, mut sgx) = (0.0, 0.0);
             let mut c = t;
             while c < width {
