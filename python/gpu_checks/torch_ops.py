@@ -341,16 +341,32 @@ def main():
                    "nn.functional.linear": lambda x, *a, **k: mage.linear(x, *a, **k),
                    "mm": lambda x, *a, **k: mage.matmul(x, *a, **k),
                    "matmul": lambda x, *a, **k: mage.matmul(x, *a, **k)}
+        def cast(v, dtype):
+            """A sample's argument as a fresh leaf in `dtype` (requires_grad kept)."""
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                return v.detach().to(dtype).requires_grad_(v.requires_grad)
+            if isinstance(v, (list, tuple)):
+                return type(v)(cast(t, dtype) for t in v)
+            return v
+
+        def call(f, sample, dtype):
+            """f on the sample cast to `dtype`: the output and its leaves that need a gradient."""
+            x = cast(sample.input, dtype)
+            args = [cast(t, dtype) for t in sample.args]
+            kwargs = {k: cast(t, dtype) for k, t in sample.kwargs.items()}
+            leaves = [t for t in [x, *args, *kwargs.values()] if isinstance(t, torch.Tensor) and t.requires_grad]
+            return f(x, *args, **kwargs), leaves
+
         for info in [o for o in op_db if o.name in mapping and o.variant_test_name == ""]:
-            counts = {"ran": 0, "refused as torch refuses": 0, "refused as unsupported": 0, "failed": 0}
-            for sample in info.sample_inputs(dev, torch.float32, requires_grad=False):
+            counts = {"ran, forward and backward correct": 0, "refused as torch refuses": 0, "refused as unsupported": 0, "failed": 0}
+            for sample in info.sample_inputs(dev, torch.float32, requires_grad=True):
                 args, kwargs = sample.args, sample.kwargs
                 try:
-                    got = mapping[info.name](sample.input, *args, **kwargs)
+                    got, leaves = call(mapping[info.name], sample, torch.float32)
                 except mage.MageError as e:
                     msg = str(e)
                     try:
-                        info.op(sample.input, *args, **kwargs)
+                        call(info.op, sample, torch.float32)
                         torch_ok = True
                     except Exception:
                         torch_ok = False
@@ -362,14 +378,29 @@ def main():
                         counts["failed"] += 1
                         line("FAIL", f"OpInfo {info.name}", f"{msg} (torch computes it)")
                     continue
-                d = lambda t: t.double() if isinstance(t, torch.Tensor) else t
-                ref = info.op(d(sample.input), *[d(t) for t in args], **kwargs)
-                t32 = info.op(sample.input, *args, **kwargs)
+                ref, leaves64 = call(info.op, sample, torch.float64)
+                t32, leaves32 = call(info.op, sample, torch.float32)
+                shapes = [list(sample.input.shape)] + [list(t.shape) for t in args if isinstance(t, torch.Tensor)]
                 k = sample.input.shape[-1] if sample.input.dim() else 1
-                if check(f"OpInfo {info.name} {list(sample.input.shape)}", got, ref, t32, None, max(k, 1), 2.0**-11 if "gelu" in info.name else U32):
-                    counts["ran"] += 1
-                else:
-                    counts["failed"] += 1
+                u = 2.0**-11 if "gelu" in info.name else U32
+                label = f"OpInfo {info.name} {shapes} {kwargs if kwargs else ''}".rstrip()
+                ok = check(f"{label} forward", got, ref, t32, None, max(k, 1), u)
+                if ok and leaves and got.numel() > 0:
+                    # Every gradient's longest sum is at most the largest dim of any input.
+                    K = max([1] + [d for sh in shapes for d in sh])
+                    g = torch.randn(got.shape, device=dev)
+                    gm = torch.autograd.grad(got, leaves, g, allow_unused=True)
+                    g64 = torch.autograd.grad(ref, leaves64, g.double(), allow_unused=True)
+                    g32 = torch.autograd.grad(t32, leaves32, g, allow_unused=True)
+                    for i, (a_, b_, c_) in enumerate(zip(gm, g64, g32)):
+                        if b_ is None:
+                            continue
+                        if a_ is None:
+                            line("FAIL", f"{label} grad {i}", "no gradient")
+                            ok = False
+                        else:
+                            ok = check(f"{label} grad {i}", a_, b_, c_, None, K, u) and ok
+                counts["ran, forward and backward correct" if ok else "failed"] += 1
             status = "FAIL" if counts["failed"] else "PASS"
             line(status, f"OpInfo {info.name} samples", ", ".join(f"{k} {v}" for k, v in counts.items()))
 

@@ -185,15 +185,16 @@ class StandIn:
     def __init__(self, op):
         self.op = op
 
-    def run(self, inputs, device, stream, stage="current", graph=None):
+    def run(self, inputs, device, stream, stage="current", graph=None, constants=None):
         F = torch.nn.functional
+        eps = dict(constants or []).get("eps", 1e-5)
 
         def ln(x, g, b):
-            return F.layer_norm(x, [x.shape[-1]], g, b, 1e-5)
+            return F.layer_norm(x, [x.shape[-1]], g, b, eps)
 
         def ln_backward(x, g, dy):
             mu, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
-            rstd = (var + 1e-5).rsqrt()
+            rstd = (var + eps).rsqrt()
             xhat = (x - mu) * rstd
             dxhat = dy * g
             dx = rstd * (dxhat - dxhat.mean(-1, keepdim=True) - xhat * (dxhat * xhat).mean(-1, keepdim=True))
@@ -270,6 +271,7 @@ class TorchSemanticsWithAStandIn(unittest.TestCase):
     def test_forward_and_gradients_follow_torch(self):
         F = torch.nn.functional
         self.same("layer_norm", lambda x, w, b: mage.layer_norm(x, [8], w, b), lambda x, w, b: F.layer_norm(x, [8], w, b), [(2, 3, 8), (8,), (8,)])
+        self.same("layer_norm eps=0.5", lambda x, w, b: mage.layer_norm(x, [8], w, b, 0.5), lambda x, w, b: F.layer_norm(x, [8], w, b, 0.5), [(2, 3, 8), (8,), (8,)])
         self.same("layer_norm over two axes", lambda x, w: mage.layer_norm(x, [3, 8], w), lambda x, w: F.layer_norm(x, [3, 8], w), [(2, 3, 8), (3, 8)])
         self.same("layer_norm no affine", lambda x: mage.layer_norm(x, [8]), lambda x: F.layer_norm(x, [8]), [(5, 8)])
         self.same("gelu", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [(2, 3, 8)])
