@@ -9,3 +9,14 @@ fn golden_cases() {
     let n = mage_common::fixtures::check_golden_cases(&OP).unwrap_or_else(|e| panic!("{e}"));
     assert!(n >= 3 * STAGES.len(), "only {n} (case, stage) pairs ran");
 }
+
+/// The same for the transposed products, `matmul_nt` (A·Bᵀ) and `matmul_tn`
+/// (Aᵀ·B): numpy's products of the transposed operands
+/// (`fixtures/golden/matmul_nt.py`, `matmul_tn.py`), two cases each.
+#[test]
+fn transposed_golden_cases() {
+    for op in [&mage_matmul::NT, &mage_matmul::TN] {
+        let n = mage_common::fixtures::check_golden_cases(op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(n >= 2 * op.stages.len(), "{}: only {n} (case, stage) pairs ran", op.name);
+    }
+}
