@@ -9,6 +9,11 @@
 #   compare: compare of the gradient ops, the transposed products and
 #            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ beside them.
 #   e2e:     the end-to-end command (`mage e2e`) into namespace $NS.
+#   saved:   layernorm_backward with saved statistics (the removed mage-004,
+#            rebuilt into dist/exp from docs/attempts.md's commit), each
+#            step under a timeout: run, compute-sanitizer, sweep beside
+#            mage-003. Also the package's checks and the sanitizer runs
+#            whose logs did not come back from `checks`.
 # Builds nothing. The logs come back as one archive, $OUT/logs.tgz.
 set -u
 : "${OUT:?}"
@@ -43,4 +48,17 @@ e2e)
   f=$(find "$B" "$R" -name e2e.json -path "*$NS*" 2>/dev/null | head -1)
   [ -n "$f" ] && cp "$(dirname "$f")"/* "$O/"
   cd "$R"; tail -n 5 "$O/e2e.txt";;
+saved)
+  timeout 240 python3 python/gpu_checks/torch_ops.py > "$O/torch-ops.txt" 2>&1; echo "exit $?" >> "$O/torch-ops.txt"
+  export MAGE_GPU_LOCK_HELD=1
+  X=$R/dist/exp
+  for op in triangle_backward neighbor_backward; do { timeout 300 $X/mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
+  X=$R/dist/exp
+  { for d in 300,64 7,1000 33,768 4096,768; do echo "== run mage-004 $d"; timeout 20 $X/mage run layernorm_backward --stage mage-004 --dims $d; echo "exit $?"; done
+    for t in memcheck synccheck racecheck; do echo "== $t mage-004 300,64"; timeout 60 compute-sanitizer --tool $t $X/mage run layernorm_backward --stage mage-004 --dims 300,64 --no-timing 2>&1 | tail -25; echo "exit ${PIPESTATUS[0]}"; done; } > "$O/saved-run.txt" 2>&1
+  wait
+  unset MAGE_GPU_LOCK_HELD
+  timeout 150 $X/mage sweep layernorm_backward --stage mage-003 --stage mage-004 --namespace saved-1 > "$O/saved-sweep.txt" 2>&1; echo "exit $?" >> "$O/saved-sweep.txt"
+  f=$(find "$X" "$R" -path "*saved-1*" -name "sweep-layernorm_backward.json" 2>/dev/null | head -1); [ -n "$f" ] && cp "$f" "$O/"
+  cd "$R"; tail -n 3 "$O/torch-ops.txt"; grep -E "^==|exit|ERROR SUMMARY|Error|error" "$O/saved-run.txt" | head -40; tail -n 15 "$O/saved-sweep.txt";;
 esac
