@@ -7,7 +7,8 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "mage_compare"
 PURE = ["mage_compare", "mage_compare.cli", "mage_compare.runner", "mage_compare.manifest", "mage_compare.definitions",
         "mage_compare.stats", "mage_compare.verdict", "mage_compare.numeric", "mage_compare.report",
-        "mage_compare.smi", "mage_compare.profparse", "mage_compare.ops"]
+        "mage_compare.smi", "mage_compare.profparse", "mage_compare.ops",
+        "mage_e2e", "mage_e2e.agreement", "mage_e2e.__main__"]
 GPU_ONLY = ["gpu", "impls", "reference", "triton_kernels"]
 HEAVY = ["torch", "triton", "numpy", "cuda", "cupy", "mage"]
 

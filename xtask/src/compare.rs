@@ -69,7 +69,7 @@ pub fn results_root() -> PathBuf {
 
 /// Checks `--python` names a program that exists and may run: a path to an
 /// executable file, or a name found on `PATH`.
-fn check_program(program: &str) -> Result<(), String> {
+pub(crate) fn check_program(program: &str) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {

@@ -14,6 +14,7 @@ macro_rules! say {
 
 mod compare;
 mod doctor;
+mod e2e;
 mod evolve;
 
 mod lock;
@@ -174,6 +175,10 @@ enum Cmd {
     /// PyTorch, torch.compile, cuSPARSE and Triton beside every stage, one
     /// session, same bytes; evidence under results/<namespace>/.
     Compare(compare::CompareArgs),
+    /// Mage's ops inside PyTorch models (an MLP block, a GNN layer, a
+    /// triangle update, a training run) against eager and torch.compile,
+    /// with and without CUDA graphs; evidence under results/<namespace>/.
+    E2e(e2e::E2eArgs),
     /// SVG figures from a namespace's committed evidence.
     Plot { namespace: String },
     /// Render every table of measured numbers in the README, CHANGELOG and
@@ -251,6 +256,7 @@ fn main() -> ExitCode {
         Cmd::Wheel { out } => needs_checkout("wheel").and_then(|()| wheel::wheel(&out).map(|_| ())),
         Cmd::GpuCheck { ops, json } => runner::gpu_check(&ops, json),
         Cmd::Compare(args) => compare::compare(&args),
+        Cmd::E2e(args) => e2e::e2e(&args),
         Cmd::Plot { namespace } => plot::plot(&namespace),
         Cmd::Tables { check } => needs_checkout("tables").and_then(|()| tables::tables(check)),
         Cmd::Nsight { op, stage, dims, generator, systems, out } => {

@@ -46,6 +46,7 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     copy_dir(&root.join("fixtures"), &out.join("fixtures"))?;
     copy_dir(&root.join("python/mage_compare"), &out.join("python/mage_compare"))?;
     copy_dir(&root.join("python/gpu_checks"), &out.join("python/gpu_checks"))?;
+    copy_dir(&root.join("python/mage_e2e"), &out.join("python/mage_e2e"))?;
     // The package `mage`: its .py files and the extension inside it.
     copy_dir(&root.join("python/mage"), &out.join("python/mage"))?;
     let ext = mage_toolchain::EXTENSION_FILE;
@@ -54,7 +55,7 @@ pub fn bundle(out: &Path) -> Result<(), String> {
     let _ = std::fs::remove_file(out.join("python/mage.abi3.so"));
     std::fs::write(
         out.join("README.txt"),
-        "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  PYTHONPATH=python python3 python/gpu_checks/torch_ops.py\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
+        "Mage bundle: needs only the CUDA driver (and python3 with torch and triton for compare).\n  ./mage doctor\n  ./mage sweep layernorm\n  ./mage run layernorm --dims 4096,768 --stage mage-006\n  ./mage gpu-check\n  ./mage compare --namespace NAME\n  ./mage e2e --namespace NAME\n  PYTHONPATH=python python3 -c 'import mage; print(mage.ops())'\n  PYTHONPATH=python python3 python/gpu_checks/torch_ops.py\n  ./mage sanitize layernorm\n  ./mage nsight layernorm --stage mage-006\n",
     )
     .map_err(|e| e.to_string())?;
     say!("{}", out.display());

@@ -228,11 +228,27 @@ fn sweep(s: &Value, path: &Path) -> Result<(), String> {
 
 pub fn plot(namespace: &str) -> Result<(), String> {
     let dir = crate::outputs::namespace_dir(&results_root(), namespace)?;
+    let mut written = vec![];
+    // An end-to-end run's loss curves, where the namespace holds one.
+    let e2e = dir.join("e2e.json");
+    if e2e.exists() {
+        let e: Value = serde_json::from_str(&crate::outputs::read_text(&e2e, None)?).map_err(|e| format!("{}: {e}", e2e.display()))?;
+        if !e["training"].is_null() {
+            let out = dir.join("loss.svg");
+            crate::e2e::loss_plot(&e, &out)?;
+            written.push(out);
+        }
+        if !dir.join("comparison.json").exists() {
+            for w in written {
+                say!("{}", w.display());
+            }
+            return Ok(());
+        }
+    }
     let path = dir.join("comparison.json");
     let text = crate::outputs::read_text(&path, None)?;
     let e: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     validate(&e)?;
-    let mut written = vec![];
     let kernel = dir.join("kernel.svg");
     by_op(&e, &kernel, "GPU kernel time per call (sum of kernel durations, CUPTI via the PyTorch profiler), hot L2", |r| {
         Some(Bar { label: implementation_label(r)?, value: r["hot"]["kernel_us"].as_f64()?, whisker: None })
