@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU evidence behind results/backward-5 (and the end-to-end run, results/e2e-1), run from the checkout's root
+# with the bundle (`cargo xtask bundle`) in dist/mage; OUT names the folder
+# the logs go to, PART which batch:
+#   checks:  the package's PyTorch checks (python/gpu_checks/torch_ops.py,
+#            alone, since it times host calls), then at once: gpu-check of
+#            the gradient and transposed ops, compute-sanitizer (four tools)
+#            of each of them, and `run` of each of their stages.
+#   compare: compare of the gradient ops, the transposed products and
+#            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ beside them.
+#   e2e:     the end-to-end command (`mage e2e`) into namespace $E2E_NS
+#            (default e2e-1; E2E_ARGS adds flags, such as --quick).
+# Builds nothing. The logs come back as one archive, $OUT/logs.tgz.
+set -u
+: "${OUT:?}"
+O=/tmp/logs; rm -rf $O; mkdir -p $O
+trap 'tar -C $O -czf "$OUT/logs.tgz" .' EXIT
+R=$PWD
+B=$R/dist/mage
+export PYTHONUNBUFFERED=1 PYTHONPATH=$B/python:$R/python
+[ -d "$R/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$R"/.whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
+cd "$B"
+OPS=${OPS:-"layernorm_backward gelu_backward gelu_erf_backward triangle_backward neighbor_backward matmul_nt matmul_tn gelu_erf"}
+NS=${NS:-backward-5}
+stages() { python3 -c "import mage,sys; print(' '.join(s['name'] for s in mage.op_info(sys.argv[1])['stages']))" "$1"; }
+case ${PART:?} in
+checks)
+  nvidia-smi --query-gpu=index,name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+  timeout 240 python3 python/gpu_checks/torch_ops.py > "$O/torch-ops.txt" 2>&1; echo "exit $?" >> "$O/torch-ops.txt"
+  export MAGE_GPU_LOCK_HELD=1   # the batch below shares the GPU on purpose: nothing in it is timed
+  { timeout 300 ./mage gpu-check $OPS; echo "exit $?"; } > "$O/gpu-check.txt" 2>&1 &
+  for op in $OPS; do { timeout 300 ./mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
+  { for op in $OPS; do for s in $(stages $op) current; do echo "== $op $s"; timeout 60 ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1 &
+  wait
+  cd "$R"; tail -n 3 "$O/torch-ops.txt" "$O/gpu-check.txt"; for f in "$O"/sanitize-*.txt; do echo "$f: $(grep -c ' ok ' $f) ok, $(grep -c FAILED $f) failed, $(tail -1 $f)"; done
+  echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other";;
+compare)
+  ./mage compare $OPS --sweep --mode hot --at matmul:1024,1024,1024 --at matmul:4096,4096,4096 --namespace $NS > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
+  f=$(find "$B" "$R" -name comparison.json -path "*$NS*" 2>/dev/null | head -1)
+  [ -n "$f" ] && cp "$f" "$O/comparison.json" && cp "$(dirname "$f")/comparison.md" "$O/comparison.md"
+  cd "$R"; tail -n 3 "$O/compare.txt";;
+e2e)
+  timeout ${E2E_LIMIT:-540} ./mage e2e --namespace ${E2E_NS:-e2e-1} ${E2E_ARGS:-} > "$O/e2e.txt" 2>&1; echo "exit $?" >> "$O/e2e.txt"
+  d=$B/results/${E2E_NS:-e2e-1}; [ -d "$d" ] && cp "$d"/* "$O/"
+  cd "$R"; tail -n 5 "$O/e2e.txt";;
+esac
