@@ -25,6 +25,12 @@ kernels do not compute yet: exact-erf GELU (``approximate="none"``, PyTorch's de
 this build lacks (``matmul_nt``, ``matmul_tn``) is a one-line error
 naming it.
 
+In eager mode a call runs the op's function directly, its gradient
+through an ``autograd.Function`` of the same backward (the dispatcher's
+Python layers around a custom op cost more host time than the launch);
+under torch.compile, any mode, a transform or a tensor subclass it is
+the custom op (``_call``).
+
 Every call allocates its outputs (and a plan's scratch) with
 ``torch.empty``, launches on torch's current stream, and neither copies to
 the host nor synchronises: a call can be captured in a CUDA graph. A
@@ -42,6 +48,7 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from . import _C
 
@@ -121,6 +128,82 @@ def _width(shape: Sequence[int]) -> int:
     return w
 
 
+# ---------------------------------------------------------------- eager calls
+#
+# In eager mode a call skips the dispatcher's Python layers around a custom
+# op (argument binding, the autograd wrapper, the backend wrapper's checks)
+# and runs the op's own function, with its gradient through a
+# torch.autograd.Function of the same backward and setup: the same
+# computation and the same checks, less host time per call (see
+# python/gpu_checks/host_time.py). Every other call goes through the
+# dispatcher, as a custom op: under torch.compile (Dynamo, AOTAutograd),
+# under any dispatch or torch-function mode (fake tensors, FlopCounter,
+# torch.device as a context), under functorch transforms, for tensor
+# subclasses, and for tensors not on a CUDA device (meta tensors get the
+# fake implementation, CPU ones the op's refusal).
+
+_IMPLS = {}  # op name -> the op's Python function (filled at the end of the module)
+_FUNCTIONS = {}  # op name -> a torch.autograd.Function with the op's gradient
+_GRADIENTS = {}  # op name -> (backward, setup_context), as registered with the op
+_PLAIN = (Tensor, torch.nn.Parameter)
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_transforms = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", lambda: None)
+
+
+def _register_autograd(op, backward, setup_context) -> None:
+    """``op.register_autograd(backward, setup_context=...)``, kept for the eager path too."""
+    op.register_autograd(backward, setup_context=setup_context)
+    _GRADIENTS[op._name] = (backward, setup_context)
+
+
+def _plain(args) -> bool:
+    """Whether a call may skip the dispatcher: no mode, no transform, only
+    plain tensors, the first of them on a CUDA device."""
+    if _dispatch_modes() or _function_modes() or _transforms() is not None:
+        return False
+    first = None
+    for a in args:
+        if isinstance(a, Tensor):
+            if type(a) not in _PLAIN:
+                return False
+            if first is None:
+                first = a
+    return first is not None and first.is_cuda
+
+
+def _needs_grad(args) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+
+
+def _call(name: str, *args):
+    """``torch.ops.mage.<name>(*args)``, by the eager path where it may."""
+    if torch.compiler.is_compiling():
+        return getattr(torch.ops.mage, name)(*args)
+    impl = _IMPLS.get(name)
+    if impl is None or not _plain(args):
+        return getattr(torch.ops.mage, name)(*args)
+    if _needs_grad(args):
+        function = _FUNCTIONS.get(name)
+        if function is None:  # an op without a gradient: the dispatcher says so as torch does
+            return getattr(torch.ops.mage, name)(*args)
+        return function.apply(*args)
+    return impl(*args)
+
+
+def _function(name: str, impl, backward, setup_context):
+    def forward(ctx, *args):
+        out = impl(*args)
+        setup_context(ctx, args, out)
+        return out
+
+    def grad(ctx, *grads):
+        return backward(ctx, *grads)
+
+    # The gradient ops have no gradient themselves: a second derivative is refused.
+    return type(f"mage_{name}", (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(once_differentiable(grad))})
+
+
 # ---------------------------------------------------------------- layer_norm
 
 
@@ -154,7 +237,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
     beta = torch.zeros(width, device=input.device) if bias is None else bias.reshape(width).contiguous()
     (y,) = _run("layernorm", "layer_norm", (x2, gamma, beta), constants=_eps_constants(eps))
-    return y.view(input.shape)
+    return y if input.dim() == 2 else y.view(input.shape)
 
 
 @layer_norm.register_fake
@@ -195,11 +278,11 @@ def _layer_norm_setup(ctx, inputs, output):
 
 def _layer_norm_grad(ctx, grad):
     x, weight = ctx.saved_tensors
-    dx, dw, db = torch.ops.mage.layer_norm_backward(grad, x, ctx.normalized_shape, weight, ctx.eps)
+    dx, dw, db = _call("layer_norm_backward", grad, x, ctx.normalized_shape, weight, ctx.eps)
     return dx, None, dw if ctx.has[0] else None, db if ctx.has[1] else None, None
 
 
-layer_norm.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
+_register_autograd(layer_norm, _layer_norm_grad, _layer_norm_setup)
 
 
 # ---------------------------------------------------------------- gelu
@@ -288,11 +371,11 @@ def _gelu_setup(ctx, inputs, output):
 
 def _gelu_grad(ctx, grad):
     (x,) = ctx.saved_tensors
-    dx, _ = torch.ops.mage.bias_gelu_backward(grad, x, None)
+    dx, _ = _call("bias_gelu_backward", grad, x, None)
     return dx, None
 
 
-gelu.register_autograd(_gelu_grad, setup_context=_gelu_setup)
+_register_autograd(gelu, _gelu_grad, _gelu_setup)
 
 
 def _bias_gelu_setup(ctx, inputs, output):
@@ -301,11 +384,11 @@ def _bias_gelu_setup(ctx, inputs, output):
 
 def _bias_gelu_grad(ctx, grad):
     x, bias = ctx.saved_tensors
-    dx, db = torch.ops.mage.bias_gelu_backward(grad, x, bias)
+    dx, db = _call("bias_gelu_backward", grad, x, bias)
     return dx, db
 
 
-bias_gelu.register_autograd(_bias_gelu_grad, setup_context=_bias_gelu_setup)
+_register_autograd(bias_gelu, _bias_gelu_grad, _bias_gelu_setup)
 
 
 # ---------------------------------------------------------------- matmul
@@ -438,44 +521,44 @@ def _matmul_grad(ctx, grad):
         rows = math.prod(a2.shape[:-1])
         g2, a_rows = g.reshape(rows, n), a2.reshape(rows, k)
         if ctx.needs_input_grad[0]:
-            da = torch.ops.mage.matmul_nt(g2, b2).reshape(a.shape)
+            da = _call("matmul_nt", g2, b2).reshape(a.shape)
         if ctx.needs_input_grad[1]:
-            db = torch.ops.mage.matmul_tn(a_rows, g2).reshape(b.shape)
+            db = _call("matmul_tn", a_rows, g2).reshape(b.shape)
         return da, db
     if ctx.needs_input_grad[0]:
         # dA = dC·Bᵀ: matmul_nt of dC [.., m, n] and B [.., k, n].
-        da = torch.ops.mage.matmul_nt(g, b2.expand(*batch, k, n))
+        da = _call("matmul_nt", g, b2.expand(*batch, k, n))
         da = da.sum_to_size(a2.shape).reshape(a.shape)
     if ctx.needs_input_grad[1]:
         # dB = Aᵀ·dC: matmul_tn of A [.., m, k] and dC [.., m, n].
-        db = torch.ops.mage.matmul_tn(a2.expand(*batch, m, k), g)
+        db = _call("matmul_tn", a2.expand(*batch, m, k), g)
         db = db.sum_to_size(b2.shape).reshape(b.shape)
     return da, db
 
 
-matmul.register_autograd(_matmul_grad, setup_context=_matmul_setup)
+_register_autograd(matmul, _matmul_grad, _matmul_setup)
 
 
 def _matmul_nt_grad(ctx, grad):
     a, b = ctx.saved_tensors
     # C = A·Bᵀ: dA = dC·B (matmul), dB = dCᵀ·A (matmul_tn).
-    da = torch.ops.mage.matmul(grad, b) if ctx.needs_input_grad[0] else None
-    db = torch.ops.mage.matmul_tn(grad, a) if ctx.needs_input_grad[1] else None
+    da = _call("matmul", grad, b) if ctx.needs_input_grad[0] else None
+    db = _call("matmul_tn", grad, a) if ctx.needs_input_grad[1] else None
     return da, db
 
 
-matmul_nt.register_autograd(_matmul_nt_grad, setup_context=_matmul_setup)
+_register_autograd(matmul_nt, _matmul_nt_grad, _matmul_setup)
 
 
 def _matmul_tn_grad(ctx, grad):
     a, b = ctx.saved_tensors
     # C = Aᵀ·B: dA = B·dCᵀ (matmul_nt), dB = A·dC (matmul).
-    da = torch.ops.mage.matmul_nt(b, grad) if ctx.needs_input_grad[0] else None
-    db = torch.ops.mage.matmul(a, grad) if ctx.needs_input_grad[1] else None
+    da = _call("matmul_nt", b, grad) if ctx.needs_input_grad[0] else None
+    db = _call("matmul", a, grad) if ctx.needs_input_grad[1] else None
     return da, db
 
 
-matmul_tn.register_autograd(_matmul_tn_grad, setup_context=_matmul_setup)
+_register_autograd(matmul_tn, _matmul_tn_grad, _matmul_setup)
 
 
 # ---------------------------------------------------------------- linear
@@ -529,16 +612,16 @@ def _linear_grad(ctx, grad):
     dx = dw = db = None
     if ctx.needs_input_grad[0]:
         # dx = dy·W: [M, n] by [n, k].
-        dx = torch.ops.mage.matmul(g2, weight).view(x.shape)
+        dx = _call("matmul", g2, weight).view(x.shape)
     if ctx.needs_input_grad[1]:
         # dW = dyᵀ·x: matmul_tn of dy [M, n] and x [M, k].
-        dw = torch.ops.mage.matmul_tn(g2, x.reshape(-1, k))
+        dw = _call("matmul_tn", g2, x.reshape(-1, k))
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = g2.sum(0)
     return dx, dw, db
 
 
-linear.register_autograd(_linear_grad, setup_context=_linear_setup)
+_register_autograd(linear, _linear_grad, _linear_setup)
 
 
 # ---------------------------------------------------------------- triangle
@@ -600,10 +683,10 @@ def _triangle_setup(ctx, inputs, output):
 
 def _triangle_grad(ctx, grad):
     a, b = ctx.saved_tensors
-    return torch.ops.mage.triangle_backward(grad, a, b)
+    return _call("triangle_backward", grad, a, b)
 
 
-triangle.register_autograd(_triangle_grad, setup_context=_triangle_setup)
+_register_autograd(triangle, _triangle_grad, _triangle_setup)
 
 
 # ---------------------------------------------------------------- neighbor
@@ -777,11 +860,11 @@ def _neighbor_setup(ctx, inputs, output):
 
 def _neighbor_grad(ctx, grad):
     rowptr, indices, x, w = ctx.saved_tensors
-    dx, dw = torch.ops.mage.neighbor_backward(grad, rowptr, indices, x, w, ctx.graph_id)
+    dx, dw = _call("neighbor_backward", grad, rowptr, indices, x, w, ctx.graph_id)
     return None, None, dx, dw, None
 
 
-_neighbor.register_autograd(_neighbor_grad, setup_context=_neighbor_setup)
+_register_autograd(_neighbor, _neighbor_grad, _neighbor_setup)
 
 
 def neighbor(graph: Graph, x: Tensor, w: Tensor) -> Tensor:
@@ -791,4 +874,53 @@ def neighbor(graph: Graph, x: Tensor, w: Tensor) -> Tensor:
     indices, x, w, graph.id)`` underneath."""
     if not isinstance(graph, Graph):
         raise MageError(f"mage.neighbor: graph is {type(graph).__name__}; it must be a mage.Graph (mage.Graph(rowptr, indices, num_nodes))")
-    return torch.ops.mage.neighbor(graph.rowptr, graph.indices, x, w, graph.id)
+    return _call("neighbor", graph.rowptr, graph.indices, x, w, graph.id)
+
+
+# ---------------------------------------------------------------- the eager path's tables
+#
+# Every custom op of this module, by name: its function and, where it has a
+# gradient, an autograd.Function. Where this torch's custom ops do not keep
+# their function (`_init_fn`), nothing is filled and every call goes
+# through the dispatcher.
+
+for _op in [v for v in list(globals().values()) if hasattr(v, "_opoverload") and callable(getattr(v, "_init_fn", None))]:
+    _IMPLS[_op._name] = _op._init_fn
+    if _op._name in _GRADIENTS:
+        _FUNCTIONS[_op._name] = _function(_op._name, _op._init_fn, *_GRADIENTS[_op._name])
+del _op
+
+# ---------------------------------------------------------------- the package's functions
+#
+# What ``mage.layer_norm`` and the others are: the custom op by the eager
+# path where it may (``_call``), ``torch.ops.mage.*`` otherwise.
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """``torch.nn.functional.layer_norm`` through Mage's ``layernorm`` (``torch.ops.mage.layer_norm``)."""
+    return _call("layer_norm", input, normalized_shape, weight, bias, eps)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``torch.nn.functional.gelu`` through Mage's gelu ops (``torch.ops.mage.gelu``)."""
+    return _call("gelu", input, approximate)
+
+
+def bias_gelu(input: Tensor, bias: Tensor) -> Tensor:
+    """``gelu(input + bias, approximate="tanh")`` fused (``torch.ops.mage.bias_gelu``)."""
+    return _call("bias_gelu", input, bias)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``torch.nn.functional.linear`` through Mage's ``matmul_nt`` (``torch.ops.mage.linear``)."""
+    return _call("linear", input, weight, bias)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.matmul`` through Mage's ``matmul`` (``torch.ops.mage.matmul``)."""
+    return _call("matmul", input, other)
+
+
+def triangle(a: Tensor, b: Tensor) -> Tensor:
+    """``O[..., i, j, c] = Σ_k A[..., i, k, c]·B[..., j, k, c]`` through Mage's ``triangle`` (``torch.ops.mage.triangle``)."""
+    return _call("triangle", a, b)

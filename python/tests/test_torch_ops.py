@@ -309,5 +309,86 @@ class TorchSemanticsWithAStandIn(unittest.TestCase):
         self.assertIn("written in place after mage.Graph checked them", str(e.exception))
 
 
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class TheEagerPathWithAStandIn(TorchSemanticsWithAStandIn):
+    """The same forward and gradients through the eager path (the op's own
+    function and an autograd.Function, no dispatcher): its CUDA test
+    relaxed so that the stand-in's CPU tensors take it; every call counted."""
+
+    def setUp(self):
+        super().setUp()
+        ops = mage._torch_ops
+        self.assertTrue(ops._IMPLS and ops._FUNCTIONS, "this torch's custom ops keep no function: the eager path is off")
+        saved = (ops._plain, dict(ops._IMPLS))
+        self.taken = []
+
+        def plain(args):
+            ok = not (ops._dispatch_modes() or ops._function_modes() or ops._transforms() is not None)
+            return ok and all(type(a) in ops._PLAIN for a in args if isinstance(a, torch.Tensor))
+
+        def counted(name, impl):
+            def f(*args):
+                self.taken.append(name)
+                return impl(*args)
+            return f
+
+        ops._plain = plain
+        for name, impl in saved[1].items():
+            ops._IMPLS[name] = counted(name, impl)
+        # The autograd.Functions run the counted functions too.
+        saved_functions = dict(ops._FUNCTIONS)
+        for name in saved_functions:
+            ops._FUNCTIONS[name] = ops._function(name, ops._IMPLS[name], *ops._GRADIENTS[name])
+
+        def restore():
+            ops._plain = saved[0]
+            ops._IMPLS.clear()
+            ops._IMPLS.update(saved[1])
+            ops._FUNCTIONS.clear()
+            ops._FUNCTIONS.update(saved_functions)
+
+        self.addCleanup(restore)
+
+    def test_forward_and_gradients_follow_torch(self):
+        super().test_forward_and_gradients_follow_torch()
+        for name in ("layer_norm", "layer_norm_backward", "bias_gelu", "bias_gelu_backward", "linear", "matmul", "matmul_nt", "matmul_tn", "triangle", "triangle_backward"):
+            self.assertIn(name, self.taken, f"{name} did not take the eager path")
+
+    def test_modes_and_subclasses_take_the_dispatcher(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.utils.flop_counter import FlopCounterMode
+
+        x, w, b = torch.randn(3, 8), torch.randn(8), torch.randn(8)
+        self.taken.clear()
+        mage.layer_norm(x, [8], w, b)
+        self.assertEqual(self.taken, ["layer_norm"])
+        self.taken.clear()
+        with FakeTensorMode() as mode:
+            y = mage.layer_norm(mode.from_tensor(x), [8], mode.from_tensor(w), mode.from_tensor(b))
+        self.assertEqual(tuple(y.shape), (3, 8))
+        self.assertEqual(self.taken, [], "a fake call ran the op's function")
+        with FlopCounterMode(display=False):
+            mage.layer_norm(x, [8], w, b)
+        # Under a dispatch mode the dispatcher runs the op's function itself, uncounted.
+        self.assertEqual(self.taken, [])
+        with torch.device("cpu"):
+            mage.layer_norm(x, [8], w, b)
+        self.assertEqual(self.taken, [])
+
+    def test_a_second_derivative_is_refused(self):
+        x = torch.randn(3, 8, requires_grad=True)
+        y = mage.layer_norm(x, [8], torch.randn(8), torch.randn(8))
+        (g,) = torch.autograd.grad(y, x, torch.randn(3, 8), create_graph=True)
+        with self.assertRaises(RuntimeError):
+            torch.autograd.grad(g.sum(), x)
+
+    def test_no_grad_skips_autograd(self):
+        x = torch.randn(3, 8, requires_grad=True)
+        with torch.no_grad():
+            y = mage.layer_norm(x, [8])
+        self.assertIsNone(y.grad_fn)
+        self.assertIsNotNone(mage.layer_norm(x, [8]).grad_fn)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -118,7 +118,12 @@ const IMPLS: [(&str, &str); 8] = [
 ];
 
 fn best<'a>(impls: &'a Value, prefix: &str, key: &str) -> Option<(f64, &'a str)> {
-    impls.as_object()?.iter().filter(|(k, _)| k.starts_with(prefix)).filter_map(|(k, v)| Some((us(&v[key])?, k.as_str()))).min_by(|a, b| a.0.total_cmp(&b.0))
+    impls
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .filter_map(|(k, v)| Some((us(&v[key])?, k.as_str())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 /// One of the evidence's tables as markdown lines: `kernel` (GPU kernel
@@ -139,13 +144,21 @@ pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
             out.extend(head(&cols));
             for r in rows {
                 let i = &r["impls"];
-                let mut line = vec![r["name"].as_str().unwrap_or("?").to_string(), r["shape"].as_str().unwrap_or("?").into(), r["mode"].as_str().unwrap_or("?").into()];
+                let mut line = vec![
+                    r["name"].as_str().unwrap_or("?").to_string(),
+                    r["shape"].as_str().unwrap_or("?").into(),
+                    r["mode"].as_str().unwrap_or("?").into(),
+                ];
                 let bm = best(i, "mage", key);
                 let bt = best(i, "torch", key);
                 for (k, _) in &present {
                     let v = us(&i[k][key]);
                     let cell = fmt(v);
-                    line.push(if v.is_some() && (bm.map(|b| b.1) == Some(k) || bt.map(|b| b.1) == Some(k)) { format!("**{cell}**") } else { cell });
+                    line.push(if v.is_some() && (bm.map(|b| b.1) == Some(k) || bt.map(|b| b.1) == Some(k)) {
+                        format!("**{cell}**")
+                    } else {
+                        cell
+                    });
                 }
                 line.push(ratio(bm.map(|b| b.0), bt.map(|b| b.0)));
                 let (m, c) = if view == "kernel" { ("mage", "torch_compile") } else { ("mage+graph", "torch_compile+graph") };
@@ -154,12 +167,21 @@ pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
             }
         }
         "errors" => {
-            let cols: Vec<String> = ["block", "shape", "step", "Mage", "eager FP32", "torch.compile FP32", "Mage / eager", "largest for Mage"].iter().map(|s| s.to_string()).collect();
+            let cols: Vec<String> =
+                ["block", "shape", "step", "Mage", "eager FP32", "torch.compile FP32", "Mage / eager", "largest for Mage"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
             out.extend(head(&cols));
             for r in rows {
                 let i = &r["impls"];
                 let worst = |k: &str| us(&i[k]["worst_error"]);
-                let which = i["mage"]["errors"].as_object().and_then(|m| m.iter().filter_map(|(k, v)| Some((k, v.as_f64()?))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(k, _)| k.clone())).unwrap_or("–".into());
+                let which = i["mage"]["errors"]
+                    .as_object()
+                    .and_then(|m| {
+                        m.iter().filter_map(|(k, v)| Some((k, v.as_f64()?))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(k, _)| k.clone())
+                    })
+                    .unwrap_or("–".into());
                 let e = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.2e}"));
                 out.push(format!(
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -180,7 +202,13 @@ pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
             if runs.is_null() {
                 return Err("the evidence has no training run".into());
             }
-            out.extend(head(&["run".to_string(), "first loss".into(), "last loss".into(), "max deviation from float64".into(), "time per step, µs".into()]));
+            out.extend(head(&[
+                "run".to_string(),
+                "first loss".into(),
+                "last loss".into(),
+                "max deviation from float64".into(),
+                "time per step, µs".into(),
+            ]));
             for (k, label) in [("mage", "Mage FP32"), ("torch", "PyTorch FP32"), ("float64", "PyTorch float64")] {
                 let loss = runs[k]["loss"].as_array().ok_or(format!("the training run has no `{k}` losses"))?;
                 let dev = match k {
@@ -248,7 +276,12 @@ pub fn loss_plot(e: &Value, path: &Path) -> Result<(), String> {
     let err = |x: DrawingAreaErrorKind<std::io::Error>| x.to_string();
     let runs = &e["training"]["runs"];
     let curve = |k: &str| -> Result<Vec<f64>, String> {
-        runs[k]["loss"].as_array().ok_or(format!("the training run has no `{k}` losses"))?.iter().map(|v| v.as_f64().ok_or("a loss is not a number".to_string())).collect()
+        runs[k]["loss"]
+            .as_array()
+            .ok_or(format!("the training run has no `{k}` losses"))?
+            .iter()
+            .map(|v| v.as_f64().ok_or("a loss is not a number".to_string()))
+            .collect()
     };
     let (m, t, f) = (curve("mage")?, curve("torch")?, curve("float64")?);
     if m.is_empty() || m.len() != t.len() || m.len() != f.len() {
@@ -267,7 +300,11 @@ pub fn loss_plot(e: &Value, path: &Path) -> Result<(), String> {
         .build_cartesian_2d(0..n, (lo * 0.9..hi * 1.1).log_scale())
         .map_err(err)?;
     c.configure_mesh().x_desc("step").y_desc("MSE loss").draw().map_err(err)?;
-    let series = [(&f, "PyTorch float64", RGBColor(120, 120, 120)), (&t, "PyTorch FP32", RGBColor(220, 120, 40)), (&m, "Mage FP32", RGBColor(66, 110, 180))];
+    let series = [
+        (&f, "PyTorch float64", RGBColor(120, 120, 120)),
+        (&t, "PyTorch FP32", RGBColor(220, 120, 40)),
+        (&m, "Mage FP32", RGBColor(66, 110, 180)),
+    ];
     for (data, label, color) in series {
         c.draw_series(LineSeries::new(data.iter().enumerate().map(|(i, &v)| (i, v)), color.stroke_width(2)))
             .map_err(err)?

@@ -73,20 +73,37 @@ pub struct Launcher {
 }
 
 static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static FLOAT32: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// `{dtype: torch.float32, device: torch.device("cuda", N)}` per device,
+/// made once: parsing a device string on every allocation cost more than
+/// the allocation.
+static EMPTY_KWARGS: PyOnceLock<Mutex<Vec<Option<Py<PyDict>>>>> = PyOnceLock::new();
+
+fn empty_kwargs<'py>(py: Python<'py>, device: usize) -> PyResult<Bound<'py, PyDict>> {
+    let cache = EMPTY_KWARGS.get_or_init(py, Mutex::default);
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() <= device {
+        cache.resize_with(device + 1, || None);
+    }
+    if let Some(k) = &cache[device] {
+        return Ok(k.bind(py).clone());
+    }
+    let torch = py.import("torch")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", torch.getattr("float32")?)?;
+    kwargs.set_item("device", torch.getattr("device")?.call1(("cuda", device))?)?;
+    cache[device] = Some(kwargs.clone().unbind());
+    Ok(kwargs)
+}
 
 /// `torch.empty(shape, dtype=torch.float32, device=device)`.
 fn empty<'py>(py: Python<'py>, shape: &[usize], device: usize) -> PyResult<Bound<'py, PyAny>> {
     let empty = EMPTY.get_or_try_init(py, || py.import("torch")?.getattr("empty").map(Bound::unbind))?.bind(py);
-    let float32 = FLOAT32.get_or_try_init(py, || py.import("torch")?.getattr("float32").map(Bound::unbind))?.bind(py);
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", float32)?;
-    kwargs.set_item("device", format!("cuda:{device}"))?;
-    empty.call((PyTuple::new(py, shape)?,), Some(&kwargs))
+    empty.call((PyTuple::new(py, shape)?,), Some(&empty_kwargs(py, device)?))
 }
 
 fn shape_of(t: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    t.getattr("shape")?.try_iter()?.map(|d| d.and_then(|d| d.extract::<usize>())).collect()
+    // torch.Size is a tuple of ints.
+    t.getattr(pyo3::intern!(t.py(), "shape"))?.extract()
 }
 
 impl Launcher {
@@ -209,21 +226,21 @@ impl Launcher {
         let mut ptrs = Vec::with_capacity(inputs.len() + 4);
         for t in inputs.iter() {
             shapes.push(shape_of(&t)?);
-            ptrs.push(t.call_method0("data_ptr")?.extract::<u64>()?);
+            ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
         }
         let planned = self.planned(stage, shapes, graph.as_deref(), &constants)?;
         let outputs = PyList::empty(py);
         let mut output_ptrs = Vec::with_capacity(planned.outputs.len());
         for shape in &planned.outputs {
             let t = empty(py, shape, device)?;
-            output_ptrs.push(t.call_method0("data_ptr")?.extract::<u64>()?);
+            output_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
             outputs.append(t)?;
         }
         let mut scratch = Vec::with_capacity(planned.plan.scratch.len());
         let mut scratch_ptrs = Vec::with_capacity(planned.plan.scratch.len());
         for &n in &planned.plan.scratch {
             let t = empty(py, &[n.max(1)], device)?;
-            scratch_ptrs.push(t.call_method0("data_ptr")?.extract::<u64>()?);
+            scratch_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
             scratch.push(t);
         }
         let n_inputs = ptrs.len();

@@ -111,8 +111,17 @@ pub fn check_no_overlap(inputs: &[Tensor], out: &Tensor, op: &Op) -> PyResult<()
 
 /// `torch.cuda.current_stream(device).cuda_stream`, as a driver stream.
 pub fn current_stream(py: Python<'_>, device: usize) -> PyResult<cudarc::driver::sys::CUstream> {
-    let torch = py.import("torch")?;
-    let handle: usize = torch.getattr("cuda")?.call_method1("current_stream", (device,))?.getattr("cuda_stream")?.extract()?;
+    // `torch._C._cuda_getCurrentRawStream(device)`: the handle with no
+    // Stream object made (`torch.cuda.current_stream(device).cuda_stream`
+    // where a torch lacks it).
+    static RAW: pyo3::sync::PyOnceLock<Option<Py<PyAny>>> = pyo3::sync::PyOnceLock::new();
+    let raw = RAW.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("torch._C")?.getattr("_cuda_getCurrentRawStream").ok().map(Bound::unbind))
+    })?;
+    let handle: usize = match raw {
+        Some(f) => f.bind(py).call1((device,))?.extract()?,
+        None => py.import("torch")?.getattr("cuda")?.call_method1("current_stream", (device,))?.getattr("cuda_stream")?.extract()?,
+    };
     Ok(handle as cudarc::driver::sys::CUstream)
 }
 

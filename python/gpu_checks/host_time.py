@@ -1,0 +1,100 @@
+"""Host time per op call from Python, and where it goes (GPU only).
+
+    PYTHONPATH=<bundle>/python python3 python/gpu_checks/host_time.py
+
+Wall time per call on the host (``time.perf_counter`` around 200 calls,
+median of 7 runs, after 50 warm-up calls; the GPU runs behind, the
+queue never fills at these sizes), for PyTorch's own calls and each layer
+of a Mage call: the extension's ``Launcher.run`` alone, a prepared call
+(``mage.prepare``), a custom op that does nothing (the cost of
+``torch.library.custom_op`` itself, with and without autograd) and the
+package's ops, with and without ``requires_grad``. Then a profile of the
+package's ``layer_norm`` with gradients, by function.
+"""
+
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+
+
+def per_call(f, calls=200, runs=7) -> float:
+    import torch
+
+    for _ in range(50):
+        f()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            f()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def main() -> int:
+    import torch
+    import torch.nn.functional as F
+    from torch import Tensor
+
+    import mage
+
+    @torch.library.custom_op("mage_host_time::noop", mutates_args=())
+    def noop(x: Tensor) -> Tensor:
+        return torch.empty_like(x)
+
+    @noop.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    noop.register_autograd(lambda ctx, g: g, setup_context=lambda ctx, inputs, output: None)
+
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    x = torch.randn(64, 768, device=dev)
+    xg = x.clone().requires_grad_()
+    g, b = torch.randn(768, device=dev), torch.randn(768, device=dev)
+    w = torch.randn(3072, 768, device=dev)
+    y = torch.empty_like(x)
+    stream = torch.cuda.current_stream().cuda_stream
+    ln = mage.Launcher("layernorm")
+    prepared = mage.prepare("layernorm", "current", [x, g, b], y)
+    cases = [
+        ("torch.empty_like", lambda: torch.empty_like(x)),
+        ("F.layer_norm", lambda: F.layer_norm(x, [768], g, b)),
+        ("F.layer_norm, requires_grad", lambda: F.layer_norm(xg, [768], g, b)),
+        ("F.gelu tanh", lambda: F.gelu(x, approximate="tanh")),
+        ("F.linear 64x768 by 3072x768", lambda: F.linear(x, w)),
+        ("custom_op doing nothing", lambda: noop(x)),
+        ("custom_op doing nothing, requires_grad", lambda: noop(xg)),
+        ("mage.prepare(...) call", prepared),
+        ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream)),
+        ("mage.layer_norm", lambda: mage.layer_norm(x, [768], g, b)),
+        ("mage.layer_norm, requires_grad", lambda: mage.layer_norm(xg, [768], g, b)),
+        ("mage.bias_gelu", lambda: mage.bias_gelu(x, b)),
+        ("mage.gelu tanh", lambda: mage.gelu(x, approximate="tanh")),
+        ("mage.linear 64x768 by 3072x768", lambda: mage.linear(x, w)),
+    ]
+    for name, f in cases:
+        print(f"INFO host time per call {name} 64x768: median {per_call(f):.2f} us of 7 runs of 200", flush=True)
+    print(f"INFO Launcher(layernorm) plan and bind cache entries after the runs: {ln.cache_sizes()}")
+    for label, f in (("mage.layer_norm, requires_grad", lambda: mage.layer_norm(xg, [768], g, b)),
+                     ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream))):
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            f()
+        prof.disable()
+        torch.cuda.synchronize()
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(22)
+        print(f"== profile of 2000 calls of {label}\n{s.getvalue()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
