@@ -71,6 +71,8 @@ def main() -> int:
         ("F.linear 64x768 by 3072x768", lambda: F.linear(x, w)),
         ("custom_op doing nothing", lambda: noop(x)),
         ("custom_op doing nothing, requires_grad", lambda: noop(xg)),
+        ("torch.empty", lambda: torch.empty((64, 768), dtype=torch.float32, device=dev)),
+        ("Launcher.plan layernorm (the plan cache)", lambda: ln.plan([[64, 768], [768], [768]])),
         ("mage.prepare(...) call", prepared),
         ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream)),
         ("mage.layer_norm", lambda: mage.layer_norm(x, [768], g, b)),

@@ -2,10 +2,11 @@
 # The GPU evidence behind results/backward-5 (and the end-to-end run, results/e2e-1), run from the checkout's root
 # with the bundle (`cargo xtask bundle`) in dist/mage; OUT names the folder
 # the logs go to, PART which batch:
-#   checks:  the package's PyTorch checks (python/gpu_checks/torch_ops.py,
-#            alone, since it times host calls), then at once: gpu-check of
-#            the gradient and transposed ops, compute-sanitizer (four tools)
-#            of each of them, and `run` of each of their stages.
+#   checks:  at once: the package's PyTorch checks (python/gpu_checks/
+#            torch_ops.py), gpu-check of the gradient and transposed ops,
+#            compute-sanitizer (four tools) of each, `run` of each of their
+#            stages; then alone the host time per call (host_time.py), and
+#            the wheel (dist/mage-*.whl) installed into an empty folder.
 #   compare: compare of the gradient ops, the transposed products and
 #            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ beside them.
 #   e2e:     the end-to-end command (`mage e2e`) into namespace $E2E_NS
@@ -26,13 +27,26 @@ stages() { python3 -c "import mage,sys; print(' '.join(s['name'] for s in mage.o
 case ${PART:?} in
 checks)
   nvidia-smi --query-gpu=index,name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-  timeout 240 python3 python/gpu_checks/torch_ops.py > "$O/torch-ops.txt" 2>&1; echo "exit $?" >> "$O/torch-ops.txt"
-  export MAGE_GPU_LOCK_HELD=1   # the batch below shares the GPU on purpose: nothing in it is timed
+  export MAGE_GPU_LOCK_HELD=1   # the batch below shares the GPU on purpose: nothing in it is timed but host_time, run alone after it
+  { timeout 300 python3 python/gpu_checks/torch_ops.py --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
   { timeout 300 ./mage gpu-check $OPS; echo "exit $?"; } > "$O/gpu-check.txt" 2>&1 &
   for op in $OPS; do { timeout 300 ./mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
   { for op in $OPS; do for s in $(stages $op) current; do echo "== $op $s"; timeout 60 ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1 &
   wait
-  cd "$R"; tail -n 3 "$O/torch-ops.txt" "$O/gpu-check.txt"; for f in "$O"/sanitize-*.txt; do echo "$f: $(grep -c ' ok ' $f) ok, $(grep -c FAILED $f) failed, $(tail -1 $f)"; done
+  unset MAGE_GPU_LOCK_HELD
+  { timeout 120 python3 python/gpu_checks/host_time.py; echo "exit $?"; } > "$O/host-time.txt" 2>&1
+  # The wheel on its own: installed into an empty folder, no bundle on the path.
+  W=$(ls "$R"/dist/mage-*.whl 2>/dev/null | head -1)
+  if [ -n "$W" ]; then
+    { echo "wheel $(basename "$W")"; rm -rf /tmp/wheel-site; python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-site "$W" && cd /tmp &&
+      PYTHONPATH=/tmp/wheel-site python3 -c "
+import torch, mage
+x = torch.randn(4096, 768, device='cuda', requires_grad=True); m = torch.nn.LayerNorm(768).cuda(); n = mage.nn.LayerNorm(768).cuda(); n.load_state_dict(m.state_dict())
+y = n(x); y.backward(torch.ones_like(y)); g = x.grad.clone(); x.grad = None; m(x).backward(torch.ones_like(y))
+torch.testing.assert_close(y, m(x)); torch.testing.assert_close(g, x.grad, atol=1e-4, rtol=1e-4)
+print('mage from', mage.__file__); print('ops', mage.ops()); print('mage.nn.LayerNorm forward and backward match torch.nn.LayerNorm at 4096x768')"; echo "exit $?"; cd "$B"; } > "$O/wheel.txt" 2>&1
+  fi
+  cd "$R"; tail -n 3 "$O/torch-ops.txt" "$O/gpu-check.txt" "$O/wheel.txt" "$O/host-time.txt"; for f in "$O"/sanitize-*.txt; do echo "$f: $(grep -c ' ok ' $f) ok, $(grep -c FAILED $f) failed, $(tail -1 $f)"; done
   echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other";;
 compare)
   ./mage compare $OPS --sweep --mode hot --at matmul:1024,1024,1024 --at matmul:4096,4096,4096 --namespace $NS > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
