@@ -144,4 +144,10 @@ fn the_slice_rule_from_the_dims() {
         }
     }
     assert_eq!([1, 8, 9, 16, 17, 33, 64, 65, 256, 257, 1024].map(total_groups), [1, 1, 2, 2, 4, 8, 8, 16, 32, 32, 32]);
+    // The error bound's premise (module doc): a partial passes at most `s - 1`
+    // roundings in the second pass, as in one chain over the slices.
+    for s in 1..=mage_004::MAX_SLICES {
+        let g = total_groups(s);
+        assert!(s.div_ceil(g) + g <= s + 1, "{s} slices in {g} segments");
+    }
 }

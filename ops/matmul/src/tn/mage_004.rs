@@ -57,23 +57,26 @@
 //! (32, 64, 4096), 64 of 1024 at (128, 128, 65536), 128 of 512 at (64,
 //! 128, 65536), 16 of 1024 at (256, 256, 16384), 5 of 832 at (768, 768,
 //! 4096), and one slice at (1024, 1024, 1024) and (1024, 1024, 1)
-//! (`tests/transposed.rs`).
+//! (`tests/split_k.rs`).
 //!
 //! ## Error
 //!
 //! Each term is formed as mage-009's (38 u `|a b|` with its tile's partial
 //! sum, module doc of [`crate::mage_009`]); what changes is only the tree
-//! in which the tile partials are added in FP32. A partial in a slice of
-//! `T` tiles passes at most `T - 1` roundings there (the body's sum starts
-//! at zero: its first addition is exact), then at most `seg - 1` in its
-//! segment and `G - 1` across the `G` segments, with `seg, G <= s` for `s`
-//! slices: `T + 2 s - 3` in all, and the tile count `⌈k/32⌉` is at least
-//! `(s - 1) T + 1`, so the depth is at most `⌈k/32⌉ + 1 - (s - 2)(T - 2)`
-//! (`T >= 4`, `s >= 2`): never more than `⌈k/32⌉ + 1`. The γ_slices of
-//! the second pass is therefore inside the `γ_(⌈k/32⌉+2)` that matmul's
-//! tolerance ([`crate::tolerance`]) already allows the chain of `⌈k/32⌉`
-//! tile sums: the same bound holds for any input, and with one slice the
-//! output is mage-003's.
+//! in which the tile partials are added in FP32. With `s >= 2` slices of
+//! `T` tiles (the last one `T` or fewer; a zero tile the body pads with
+//! adds exactly), a partial passes at most `T - 1` roundings in its slice
+//! (the body's sum starts at zero: its first addition is exact), then at
+//! most `seg - 1` in its segment and `G - 1` across the `G` segments, with
+//! `seg + G <= s + 1` for every count [`total_groups`] gives
+//! (`tests/split_k.rs`):
+//! `T + s - 2` in all, the chain of a single sum over the slices. The
+//! tile count `⌈k/32⌉` is at least `(s - 1) T + 1`, so the depth is at
+//! most `⌈k/32⌉ - (s - 2)(T - 1)`: never more than the `⌈k/32⌉` of
+//! mage-003's chain. The γ_s of the second pass is therefore inside the
+//! `γ_(⌈k/32⌉+2)` that matmul's tolerance ([`crate::tolerance`]) already
+//! allows the tile sums: the same bound holds for any input, and with one
+//! slice the output is mage-003's.
 //!
 //! ptxas (13.0.88, sm_90a): 160 registers in the `_v4` product entry (167
 //! in `_scalar`; mage-003's 151 and 164, the difference the slice's 64-bit
