@@ -26,9 +26,40 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     if tiles >= MIN_TILES_FOR_3XTF32 && d[2] >= MIN_K_FOR_3XTF32 { &super::mage_002::STAGE } else { &super::mage_001::STAGE }
 }
 
+/// Shortest contraction from which [`choose_with_split_k`] takes mage-004.
+pub const MIN_K_FOR_SPLIT_K: u32 = 1024;
+
+/// [`choose`] with split-K (mage-004) where the output has fewer than
+/// [`MIN_TILES_FOR_3XTF32`] tiles of 64x64 and `k >= MIN_K_FOR_SPLIT_K`:
+/// the weight gradients of Linear layers, few tiles over a long k, where
+/// mage-001's few blocks each walk all of k (mage-004's module doc has the
+/// prediction). Not the registry's `current` yet: it waits for mage-004's
+/// kernel time on the GPU against mage-001's at those shapes, and then is
+/// the dispatcher's `choose` in one line.
+pub fn choose_with_split_k(d: &[u32]) -> &'static Stage {
+    let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
+    if tiles < MIN_TILES_FOR_3XTF32 && d[2] >= MIN_K_FOR_SPLIT_K { &super::mage_004::STAGE } else { choose(d) }
+}
+
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
     summary: "mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
     reads: &[],
     choose: |d, _| choose(d),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_k_takes_few_tiles_over_a_long_k_and_defers_to_choose_elsewhere() {
+        for d in [[128, 128, 65536], [64, 128, 65536], [64, 64, 4096], [32, 64, 4096], [256, 256, 16384], [1, 1, 1024], [320, 320, 1024]] {
+            assert_eq!(choose_with_split_k(&d).name, "mage-004", "{d:?}");
+        }
+        for d in [[64, 64, 1023], [1024, 1024, 1], [768, 768, 4096], [1024, 1024, 1024], [384, 384, 4096], [17, 19, 23], [4096, 4096, 4096]]
+        {
+            assert!(std::ptr::eq(choose_with_split_k(&d), choose(&d)), "{d:?}");
+        }
+    }
+}

@@ -12,19 +12,21 @@
 //! history, dispatcher and sweep. What it shares with matmul is in the
 //! crate root: the f64 reference (matmul's on A transposed back), the
 //! generators, the tolerance and the kernel arguments; its 3xTF32 stages
-//! run [`crate::tf32x3`]'s body, mage-003 with A's [`crate::tf32x3::AKByM`]
-//! layout.
+//! run [`crate::tf32x3`]'s body, mage-003 and mage-004 with A's
+//! [`crate::tf32x3::AKByM`] layout.
 //!
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | 16x16 shared tiles, one output per thread, each sum one `fma` per term in order |
 //! | [`mage_002`] | 3xTF32 (FP32 accuracy) on `wgmma`: A transposed into scratch by a tiled launch, then matmul mage-009's product |
 //! | [`mage_003`] | A's transpose inside the product: each K tile copied raw and split into the K-major planes, 64-row tiles, one launch |
+//! | [`mage_004`] | split-K: mage-003's product per tile and slice of K into scratch, the slices added in order by a second kernel |
 //! | [`current`] | the dispatcher |
 
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod mage_004;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -48,7 +50,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
 
     /// The op.
     pub static TN: Op = Op {

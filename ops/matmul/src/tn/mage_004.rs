@@ -1,0 +1,378 @@
+//! matmul_tn mage-004: split-K. The grid gets a second dimension of K
+//! slices; each block runs mage-003's 3xTF32 product for its 64x128 tile
+//! over one slice of k and writes its partial tile to scratch `[slices, m,
+//! n]`, and a second kernel adds each element's partials in slice order
+//! into C.
+//!
+//! Kernel bodies: [`crate::tf32x3`] (matmul mage-009's and mage-010's
+//! product, with A's [`crate::tf32x3::AKByM`] layout as matmul_tn
+//! mage-003; unchanged) and this module (the slice entries, which offset
+//! the operands and call that body, and `matmul_tn_add_slices`); this
+//! module holds the entries and the plan.
+//!
+//! ## What changed
+//!
+//! The weight gradient of a Linear (`dW = dYᵀ·X`) has few output tiles and
+//! a long k (tokens, nodes): at (64, 64, 4096) mage-001 runs 16 blocks
+//! that each walk all of k (98 µs on the H200 inside a model), and the
+//! 3xTF32 stages would run one block of 64x128. Here block `(t, s)` takes
+//! tile `t` (mage-003's `block_idx_x`) over K `s·slice_k .. min((s + 1)
+//! slice_k, k)`: its entry moves A and B to row `s·slice_k` (A `[k, m]`
+//! and B `[k, n]` are K-row-major, so a slice is the contiguous rows
+//! `k0..`, 16-byte aligned wherever the `_v4` entry runs) and C to the
+//! slice's `m·n` partial in scratch, and calls mage-003's body with `k` =
+//! the slice's length: the body is unchanged, its K tail (zero-filled
+//! copies, an odd tile count padded with a zero tile) handles the last
+//! slice. Slices are a multiple of 64 long (two K tiles, one trip of the
+//! body's loop), so only the last one can end in a partial or padded
+//! tile. mage-003's body rather than mage-002's: mage-002 transposes A
+//! into scratch first, `2·m·k·4` bytes through memory (64 MiB at (128,
+//! 128, 65536), more than the product's own reads), and its 128-row tiles
+//! matter only where there are many tiles, which is where split-K is not
+//! needed.
+//!
+//! The second launch, `matmul_tn_add_slices`, adds the partials of each
+//! element: blocks of 256 threads, each thread 4 consecutive elements of C
+//! (16-byte loads and stores where `m·n` is a multiple of 4); the slices
+//! are cut into [`total_groups`] contiguous segments (a power of two, so
+//! that up to 256 slices a thread's segment is at most [`SEGMENT`]
+//! partials, all loaded before they are added: one round trip to L2, not a
+//! chain), each group of
+//! threads adds its segment in slice order, and the group-0 thread adds
+//! the segments' sums in segment order (one barrier, through shared
+//! memory). Every grouping follows from the shape, so every run adds the
+//! same values in the same order: the same bits, with no atomics. One
+//! slice (the rule's choice wherever the tiles fill the GPU, and for `k <
+//! 256`) is one launch straight into C: mage-003's plan and bits.
+//!
+//! The slice count ([`slice_k`]) is chosen from the dims by a cost model
+//! ([`estimate_ns`]): waves of blocks on the 132 SMs (one block per SM:
+//! 173 KiB of shared memory) times a block's K tiles at about 900 ns each
+//! (mage-009's 64-row tile measured 31.09 µs at 1024³: one wave of 32
+//! tiles) plus 2 µs of fill and stores, plus the second launch (2.5 µs and
+//! its `(slices + 1)·m·n·4` bytes at 3 TB/s) where there are two
+//! slices or more; every slice count from 1 to `min(k / 128, 1024)` is
+//! tried (slices at least 128 long: four K tiles), the cheapest kept,
+//! fewer slices on a tie. It gives 32 slices of 128 at (64, 64, 4096) and
+//! (32, 64, 4096), 64 of 1024 at (128, 128, 65536), 128 of 512 at (64,
+//! 128, 65536), 16 of 1024 at (256, 256, 16384), 5 of 832 at (768, 768,
+//! 4096), and one slice at (1024, 1024, 1024) and (1024, 1024, 1)
+//! (`tests/split_k.rs`).
+//!
+//! ## Error
+//!
+//! Each term is formed as mage-009's (38 u `|a b|` with its tile's partial
+//! sum, module doc of [`crate::mage_009`]); what changes is only the tree
+//! in which the tile partials are added in FP32. With `s >= 2` slices of
+//! `T` tiles (the last one `T` or fewer; a zero tile the body pads with
+//! adds exactly), a partial passes at most `T - 1` roundings in its slice
+//! (the body's sum starts at zero: its first addition is exact), then at
+//! most `seg - 1` in its segment and `G - 1` across the `G` segments, with
+//! `seg + G <= s + 1` for every count [`total_groups`] gives
+//! (`tests/split_k.rs`):
+//! `T + s - 2` in all, the chain of a single sum over the slices. The
+//! tile count `⌈k/32⌉` is at least `(s - 1) T + 1`, so the depth is at
+//! most `⌈k/32⌉ - (s - 2)(T - 1)`: never more than the `⌈k/32⌉` of
+//! mage-003's chain. The γ_s of the second pass is therefore inside the
+//! `γ_(⌈k/32⌉+2)` that matmul's tolerance ([`crate::tolerance`]) already
+//! allows the tile sums: the same bound holds for any input, and with one
+//! slice the output is mage-003's.
+//!
+//! ptxas (13.0.88, sm_90a): 160 registers in the `_v4` product entry (167
+//! in `_scalar`; mage-003's 151 and 164, the difference the slice's 64-bit
+//! offsets), no stack, no spills; 173040 bytes of shared memory
+//! (mage-003's four stages of 43008), one block of 256 threads per SM
+//! (40960 of 65536 registers). `matmul_tn_add_slices`: 64 registers, 4096
+//! bytes of shared memory, no stack. Adding these entries left every other
+//! entry of the crate's PTX as it was (the same instructions; only label
+//! numbers in comments moved) and every other ptxas snapshot unchanged.
+//!
+//! ## Prediction (H200)
+//!
+//! The model above, and the bytes: (64, 64, 4096): 32 blocks of 4 K tiles,
+//! about 5.6 µs, and the totals launch 2.5-3 µs: 7-10 µs against mage-001's
+//! 98. (128, 128, 65536): 128 blocks of 32 tiles, one wave, the traffic of
+//! mage-009's 64-row 1024³ (96 MiB through L2, 64 MiB of A and B from
+//! DRAM in 16 µs): 31-36 µs as that and mage-003's prediction, and 3 µs
+//! of totals (4 MiB): 34-40 µs. (64, 128, 65536): 128 blocks of 16 tiles:
+//! about 16.4 µs (A and B 48 MiB, 12 µs at 4 TB/s, below it), totals 2.8:
+//! 18-22 µs. (768, 768, 4096): 360 blocks (3 waves) of 26 tiles and 12
+//! MiB of totals: 80-95 µs against mage-002's 72 blocks of 128 tiles
+//! (about 117 µs and the transpose's 3). (256, 256, 16384): 128 blocks of
+//! 32 tiles, 33-37 µs. At many tiles it is mage-003 (one slice). The 900
+//! ns a tile is mage-009's, loaded by 128 blocks reading from L2; with
+//! fewer blocks, or the fill hidden by a longer slice, the tile may run
+//! nearer its 450 ns model (module doc of [`crate::mage_009`]), and the
+//! small shapes are bound by the two launches.
+//!
+//! ## Measured
+//!
+//! Measured: not yet measured on a GPU.
+
+use crate::tf32x3::{AKByM, Rows64, body};
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::tf32x3::{BK, BN, SMS, THREADS, layout_shared_bytes};
+use mage_common::device::*;
+
+/// Threads per block of `matmul_tn_add_slices`.
+pub const TOTALS_THREADS: u32 = 256;
+/// Partials a thread of `matmul_tn_add_slices` loads before it adds them,
+/// and the segment length [`total_groups`] aims for.
+pub const SEGMENT: u32 = 8;
+/// Most segments the slices are cut into.
+pub const MAX_GROUPS: u32 = 32;
+/// Shared bytes of `matmul_tn_add_slices`: one quad per thread.
+pub const TOTALS_SHARED_BYTES: u32 = TOTALS_THREADS * 16;
+
+/// The segments `slices` slices are cut into by `matmul_tn_add_slices`: the
+/// power of two at or above `⌈slices / SEGMENT⌉`, at most [`MAX_GROUPS`].
+pub const fn total_groups(slices: u32) -> u32 {
+    let g = slices.div_ceil(SEGMENT).next_power_of_two();
+    if g > MAX_GROUPS { MAX_GROUPS } else { g }
+}
+
+/// The product over slice `block_idx_y()` of K (`slice_k` long, the last
+/// one what is left of `k`): A, B and the output moved to the slice, then
+/// mage-003's body.
+///
+/// # Safety
+/// `a`, `b` hold A `[k, m]` and B `[k, n]`; `partials` holds `⌈k /
+/// slice_k⌉·m·n` floats; `block_idx_y() < ⌈k / slice_k⌉`.
+#[inline(always)]
+unsafe fn slice<const VEC: bool>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    let s = block_idx_y();
+    let k0 = s * slice_k;
+    let len = slice_k.min(k - k0);
+    let a = a.wrapping_add(k0 as usize * m as usize);
+    let b = b.wrapping_add(k0 as usize * n as usize);
+    let c = partials.wrapping_add(s as usize * m as usize * n as usize);
+    unsafe { body::<VEC, Rows64, AKByM>(a, b, c, m, n, len) }
+}
+
+mage_common::kernel! {
+    /// Block `(t, s)`: tile `t` (64 rows x 128 columns) of slice `s`'s
+    /// partial product into `partials[s]` (`m·n` floats each); `m`, `n`
+    /// multiples of 4: 16-byte copies. 256 threads.
+    pub unsafe fn matmul_tn_3xtf32_splitk_m64_v4(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+        unsafe { slice::<true>(a, b, partials, m, n, k, slice_k) }
+    }
+}
+
+mage_common::kernel! {
+    /// As the `_v4` entry, any shape: 4-byte copies.
+    pub unsafe fn matmul_tn_3xtf32_splitk_m64_scalar(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+        unsafe { slice::<false>(a, b, partials, m, n, k, slice_k) }
+    }
+}
+
+/// Quad `i / 4` of partial `s` (`len` floats each): one 16-byte load
+/// where `VEC` (`len` a multiple of 4), else four guarded scalar ones.
+///
+/// # Safety
+/// `partials` holds `(s + 1)·len` floats; `i < len`, a multiple of 4.
+#[inline(always)]
+unsafe fn partial_quad<const VEC: bool>(partials: *const f32, s: u32, len: u32, i: u32) -> F32x4 {
+    let p = partials.wrapping_add(s as usize * len as usize);
+    if VEC {
+        unsafe { ld_nc4(p, i) }
+    } else {
+        let e = |j: u32| if i + j < len { unsafe { ld_nc(p, i + j) } } else { 0.0 };
+        F32x4::new(e(0), e(1), e(2), e(3))
+    }
+}
+
+/// The sum of partials `start..end` (`start < end`) of quad `i`, in slice
+/// order: [`SEGMENT`] at a time, their loads (predicated, none waiting on
+/// another) issued before the additions.
+///
+/// # Safety
+/// As [`partial_quad`], for every slice below `end`.
+#[inline(always)]
+unsafe fn segment_sum<const VEC: bool>(partials: *const f32, start: u32, end: u32, len: u32, i: u32) -> F32x4 {
+    let mut sum = F32x4::ZERO;
+    let mut s = start;
+    while s < end {
+        let mut v = [F32x4::ZERO; SEGMENT as usize];
+        for (j, v) in v.iter_mut().enumerate() {
+            if s + (j as u32) < end {
+                *v = unsafe { partial_quad::<VEC>(partials, s + j as u32, len, i) };
+            }
+        }
+        // The first partial is the sum itself (not `0 + x`, which would turn a -0 into +0).
+        for (j, v) in v.into_iter().enumerate() {
+            let at = s + j as u32;
+            if at < end {
+                sum = if at == start { v } else { sum.zip(v, |x, y| x + y) };
+            }
+        }
+        s += SEGMENT;
+    }
+    sum
+}
+
+/// The body of `matmul_tn_add_slices`; `VEC`: `len` a multiple of 4.
+///
+/// # Safety
+/// As the kernel's.
+#[inline(always)]
+unsafe fn add_slices<const VEC: bool>(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
+    // At least 1 (groups <= 256), said so the divisions need no zero check.
+    let lanes = (TOTALS_THREADS / groups).max(1);
+    let (lane, group) = (thread_idx_x() % lanes, thread_idx_x() / lanes);
+    let i = 4 * (block_idx_x() * lanes + lane);
+    let per = slices.div_ceil(groups.max(1));
+    let (start, end) = ((group * per).min(slices), ((group + 1) * per).min(slices));
+    if i < len && start < end {
+        smem_st4(16 * thread_idx_x(), unsafe { segment_sum::<VEC>(partials, start, end, len, i) });
+    }
+    sync_threads();
+    if group == 0 && i < len {
+        let mut total = smem_ld4(16 * lane);
+        let mut g = 1;
+        while g < groups && g * per < slices {
+            total = total.zip(smem_ld4(16 * (g * lanes + lane)), |x, y| x + y);
+            g += 1;
+        }
+        if VEC {
+            unsafe { st4(c, i, total) };
+        } else {
+            let v = total.to_array();
+            for j in 0..4 {
+                if i + j < len {
+                    unsafe { st(c, i + j, v[j as usize]) };
+                }
+            }
+        }
+    }
+}
+
+mage_common::kernel! {
+    /// `c[i] = Σ_s partials[s·len + i]` for `i < len`: block `b`'s threads
+    /// `g·lanes + l` (`lanes = 256 / groups`) add quad `b·lanes + l` over
+    /// segment `g` of the `slices` (`⌈slices / groups⌉` each) in slice
+    /// order; group 0 adds the segments in order. `TOTALS_SHARED_BYTES` of
+    /// shared memory; 16-byte accesses where `len` is a multiple of 4.
+    pub unsafe fn matmul_tn_add_slices(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
+        if len.is_multiple_of(4) {
+            unsafe { add_slices::<true>(partials, c, len, slices, groups) }
+        } else {
+            unsafe { add_slices::<false>(partials, c, len, slices, groups) }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    use super::*;
+    use mage_common::kernel::Dim3;
+    use mage_common::op::{Arg, Launch, Plan, Stage};
+
+    /// Slice lengths of the rule are a multiple of this: two K tiles, one
+    /// trip of the body's loop.
+    pub const SLICE_QUANTUM: u32 = 2 * BK;
+    /// The shortest slice the rule takes: four K tiles.
+    pub const MIN_SLICE_K: u32 = 128;
+    /// The most slices the rule takes.
+    pub const MAX_SLICES: u32 = 1024;
+    /// The cost model's time of one K tile of a 64x128 block (mage-009's at
+    /// 64 rows, 1024³: one wave of 32 tiles in 31.09 µs), ...
+    pub const TILE_NS: u64 = 900;
+    /// ... of a block's pipeline fill and stores, ...
+    pub const BLOCK_NS: u64 = 2000;
+    /// ... of the totals launch, beside its bytes at ...
+    pub const TOTALS_NS: u64 = 2500;
+    /// ... this many a nanosecond (3 TB/s, from L2).
+    pub const TOTALS_BYTES_PER_NS: u64 = 3000;
+
+    /// Whether the rows of A (`m` floats) and B (`n` floats) take 16-byte
+    /// copies, as in mage-003.
+    pub fn vector_rows(d: &[u32]) -> bool {
+        d[0].is_multiple_of(4) && d[1].is_multiple_of(4)
+    }
+
+    /// Output tiles of 64 rows x 128 columns.
+    pub fn tiles(d: &[u32]) -> u32 {
+        d[0].div_ceil(64) * d[1].div_ceil(BN)
+    }
+
+    /// The cost model's time in ns of the dims with slices of `slice_k`:
+    /// waves of one block per SM, each block its K tiles (rounded up to
+    /// even, as the body runs them) and its fill, and the totals launch
+    /// where there are two slices or more.
+    pub fn estimate_ns(d: &[u32], slice_k: u32) -> u64 {
+        let (m, n, k) = (d[0] as u64, d[1] as u64, d[2]);
+        let slices = k.div_ceil(slice_k) as u64;
+        let waves = (tiles(d) as u64 * slices).div_ceil(SMS as u64);
+        let block = slice_k.min(k).div_ceil(BK).next_multiple_of(2) as u64 * TILE_NS + BLOCK_NS;
+        let totals = if slices > 1 { TOTALS_NS + (slices + 1) * m * n * 4 / TOTALS_BYTES_PER_NS } else { 0 };
+        waves * block + totals
+    }
+
+    /// K per slice for these dims: of one slice (`k`) and, for every count
+    /// `s` from 2 to `min(k / MIN_SLICE_K, MAX_SLICES)`, `⌈k / s⌉` rounded
+    /// up to [`SLICE_QUANTUM`], the one [`estimate_ns`] puts cheapest (the
+    /// longer on a tie).
+    pub fn slice_k(d: &[u32]) -> u32 {
+        let k = d[2];
+        let mut best = (estimate_ns(d, k), k);
+        for s in 2..=(k / MIN_SLICE_K).min(MAX_SLICES) {
+            let len = k.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
+            let cost = estimate_ns(d, len);
+            if cost < best.0 {
+                best = (cost, len);
+            }
+        }
+        best.1
+    }
+
+    /// Slices for these dims.
+    pub fn slices(d: &[u32]) -> u32 {
+        d[2].div_ceil(slice_k(d))
+    }
+
+    /// The launches with slices of `slice_k` (a multiple of `BK` where
+    /// there are two or more): one straight into C where one slice holds
+    /// all of k, else the products into scratch 0 (`[slices, m, n]`) and
+    /// the totals into C.
+    pub fn plan_with_slice_k(d: &[u32], slice_k: u32) -> Plan {
+        let (m, n, k) = (d[0], d[1], d[2]);
+        let slices = k.div_ceil(slice_k);
+        assert!(slices == 1 || slice_k.is_multiple_of(BK), "matmul_tn mage-004: slices of {slice_k} are not a multiple of {BK}");
+        let kernel = if vector_rows(d) { &matmul_tn_3xtf32_splitk_m64_v4::KERNEL } else { &matmul_tn_3xtf32_splitk_m64_scalar::KERNEL };
+        let into = if slices == 1 { Arg::Output(0) } else { Arg::Scratch(0) };
+        let product = Launch {
+            kernel,
+            grid: Dim3 { x: tiles(d), y: slices, z: 1 },
+            block: Dim3::x(THREADS),
+            shared_bytes: layout_shared_bytes::<AKByM>(64),
+            args: vec![Arg::Input(0), Arg::Input(1), into, Arg::U32(m), Arg::U32(n), Arg::U32(k), Arg::U32(slice_k.min(k))],
+        };
+        if slices == 1 {
+            return product.into();
+        }
+        let (len, groups) = (m * n, total_groups(slices));
+        let totals = Launch {
+            kernel: &matmul_tn_add_slices::KERNEL,
+            grid: Dim3::x(len.div_ceil(4).div_ceil(TOTALS_THREADS / groups)),
+            block: Dim3::x(TOTALS_THREADS),
+            shared_bytes: TOTALS_SHARED_BYTES,
+            args: vec![Arg::Scratch(0), Arg::Output(0), Arg::U32(len), Arg::U32(slices), Arg::U32(groups)],
+        };
+        Plan { launches: vec![product, totals], scratch: vec![slices as usize * len as usize] }
+    }
+
+    pub fn plan(d: &[u32]) -> Plan {
+        plan_with_slice_k(d, slice_k(d))
+    }
+
+    pub static STAGE: Stage = Stage {
+        name: "mage-004",
+        summary: "split-K: mage-003's 3xTF32 product per 64x128 tile and slice of K into scratch, the slices added in order by a second kernel; slice count from the dims",
+        kernels: &[&matmul_tn_3xtf32_splitk_m64_v4::KERNEL, &matmul_tn_3xtf32_splitk_m64_scalar::KERNEL, &matmul_tn_add_slices::KERNEL],
+        supports: |_| true,
+        plan,
+    };
+}
