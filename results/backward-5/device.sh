@@ -31,6 +31,8 @@ checks)
   { timeout 300 python3 python/gpu_checks/torch_ops.py --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
   { timeout 300 ./mage gpu-check $OPS; echo "exit $?"; } > "$O/gpu-check.txt" 2>&1 &
   for op in $OPS; do { timeout 300 ./mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
+  # matmul_tn mage-004 split in slices (sanitize's own shapes give it one slice): the four tools by hand.
+  { for t in memcheck racecheck synccheck initcheck; do echo "== $t matmul_tn mage-004 64,64,4096"; timeout 120 compute-sanitizer --tool $t --error-exitcode 97 ./mage run matmul_tn --stage mage-004 --dims 64,64,4096 --no-timing 2>&1 | tail -4; echo "exit ${PIPESTATUS[0]}"; done; } > "$O/sanitize-matmul_tn-split.txt" 2>&1 &
   { for op in $OPS; do for s in $(stages $op) current; do echo "== $op $s"; timeout 60 ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1 &
   wait
   unset MAGE_GPU_LOCK_HELD
