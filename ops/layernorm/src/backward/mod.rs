@@ -15,13 +15,17 @@
 //! | [`mage_002`] | mage-001's dx; the column sums split over chunks of rows, then the chunks summed in order |
 //! | [`mage_003`] | one pass: a block per chunk of rows, rows held in registers (statistics recomputed), dgamma and dbeta partials in registers, then the chunks added in order by a short second kernel |
 //! | [`row_gradient`] | the kernel body of mage-001's and mage-002's dx: a block per row |
-//! | [`held_gradient`] | the kernel body of mage-003's gradient and totals (its `SAVED` path, statistics read instead of recomputed, is the removed mage-004's: see `docs/attempts.md`) |
+//! | [`held_gradient`] | the kernel body of mage-003's gradient (its `SAVED` path, statistics read instead of recomputed, is the removed mage-004's: see `docs/attempts.md`) |
+//! | [`quads`] | a thread's quads of a row: loads, stores and masks, 16-byte where the width allows |
+//! | [`totals`] | the second kernel of mage-003: each column's partials added over the chunks, in order |
 
 pub mod held_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod quads;
 pub mod row_gradient;
+pub mod totals;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
