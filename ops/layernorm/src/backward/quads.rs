@@ -2,7 +2,8 @@
 //! with one 16-byte access where the width is a multiple of 4, column by
 //! column where not; masked to the columns below the width; and the
 //! written-out loop over a thread's held quads. Used by mage-003's gradient
-//! body ([`held_gradient`](super::held_gradient)).
+//! body ([`held_gradient`](super::held_gradient)) and mage-005's
+//! ([`mage_005`](super::mage_005)).
 
 use mage_common::device::*;
 

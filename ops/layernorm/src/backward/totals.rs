@@ -1,7 +1,7 @@
-//! The second kernel of the one-pass gradient stage (mage-003): dgamma and
-//! dbeta from the partial rows the gradient kernel wrote, one pair a chunk
-//! of rows (`[chunks, 2, ⌈width/4⌉·4]`: dgamma's, then dbeta's), each
-//! column's chunks added in chunk order
+//! The second kernel of the one-pass gradient stages (mage-003, mage-005):
+//! dgamma and dbeta from the partial rows the gradient kernel wrote, one
+//! pair a chunk of rows (`[chunks, 2, ⌈width/4⌉·4]`: dgamma's, then
+//! dbeta's), each column's chunks added in chunk order
 //! (`mage_common::device::column_sums::column_total`).
 
 use mage_common::device::column_sums::{TOTALS_COLUMNS, column_total};
