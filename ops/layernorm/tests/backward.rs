@@ -177,3 +177,76 @@ fn the_chunk_rule_at_the_sweep_shapes() {
         assert_eq!((e.threads, chunk_rows(e, rows), rows.div_ceil(chunk_rows(e, rows))), (threads, per, chunks), "{rows}x{width}");
     }
 }
+
+/// The ring stage (mage-005) on every entry and both of its kernels (16-byte
+/// copies, and column by column where the width is not a multiple of 4):
+/// one row and a column of one, widths just past each narrower entry, up
+/// to the widest (8192), rows not a multiple of a chunk (the last chunk of
+/// 1101x1028 one row), chunks of fewer rows than the ring holds, and many
+/// chunks (2500x3: 625, the totals' batches of 8 and their remainders):
+/// against the reference, twice the same bits.
+#[test]
+fn the_ring_stage_across_entries_chunks_and_tails() {
+    use mage_layernorm::backward::mage_005;
+    let shapes = [
+        (1u32, 1u32),
+        (1, 3),
+        (2500, 3),
+        (130, 768),
+        (9, 765),
+        (37, 1025),
+        (6, 2048),
+        (1101, 1028),
+        (19, 2050),
+        (5, 4096),
+        (2, 4093),
+        (3, 4100),
+        (3, 8192),
+        (2, 8191),
+    ];
+    for (rows, width) in shapes {
+        let dims = [rows, width];
+        let x = inputs(rows, width, 0.5, 2.0, 1.0, rows as u64 * 31 + width as u64);
+        let stage = &mage_005::STAGE;
+        assert!((stage.supports)(&dims), "{} refuses {rows}x{width}", stage.name);
+        check_stage(&BACKWARD, stage, &dims, &x).unwrap_or_else(|e| panic!("{} at {rows}x{width}: {e}", stage.name));
+        let a = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+        let b = emulate(&BACKWARD, stage, &dims, &x).unwrap();
+        assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "{} at {rows}x{width}: two runs differ", stage.name);
+    }
+    assert!(!(mage_005::STAGE.supports)(&[4, 8193]));
+}
+
+/// Long walks through the ring: few blocks, each many rows (the ring
+/// wrapping a dozen times, the last chunk shorter, and chunks of one and
+/// two rows, fewer than the ring holds), on every entry and both kernels,
+/// data far from zero.
+#[test]
+fn the_ring_stage_walks_long_chunks() {
+    use mage_common::op::check_plan;
+    use mage_layernorm::backward::mage_005::plan_with_chunks;
+    for (rows, width, per) in
+        [(50u32, 4096u32, 17u32), (41, 4093, 40), (40, 1000, 13), (29, 1001, 7), (7, 2048, 1), (5, 3, 2), (12, 8192, 12)]
+    {
+        let dims = [rows, width];
+        let x = inputs(rows, width, 1e3, 1.0, 1.0, rows as u64 * 7 + width as u64);
+        check_plan(&BACKWARD, &plan_with_chunks(&dims, per), &dims, &x)
+            .unwrap_or_else(|e| panic!("mage-005 at {rows}x{width}, {per} rows a chunk: {e}"));
+    }
+}
+
+/// mage-005's chunk rule at the sweep shapes: the entry, rows per chunk and chunks.
+#[test]
+fn the_ring_chunk_rule_at_the_sweep_shapes() {
+    use mage_layernorm::backward::mage_005::{chunk_rows, entry_for};
+    for (rows, width, threads, per, chunks) in [
+        (4096u32, 768u32, 64u32, 4u32, 1024u32),
+        (8192, 768, 64, 8, 1024),
+        (1024, 2048, 128, 4, 256),
+        (4096, 4096, 256, 16, 256),
+        (16384, 4096, 256, 63, 261),
+    ] {
+        let e = entry_for(width);
+        assert_eq!((e.threads, chunk_rows(e, rows), rows.div_ceil(chunk_rows(e, rows))), (threads, per, chunks), "{rows}x{width}");
+    }
+}

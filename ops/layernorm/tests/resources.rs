@@ -64,3 +64,32 @@ fn backward_entries_keep_to_their_register_budgets() {
         }
     }
 }
+
+/// mage-005's entries: both kernels of each within the registers its
+/// blocks an SM count on, no local memory, and those blocks following from
+/// the registers (allotted 8 at a time) and the shared memory (228 KiB an
+/// SM on the H200, 1 KiB of it reserved a block; 227 KiB at most a block).
+#[test]
+fn ring_entries_keep_to_their_register_and_shared_budgets() {
+    use mage_layernorm::backward::mage_005::{ENTRIES, shared_bytes};
+    let requests = mage_toolchain::resource_requests(&mage_layernorm::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    for e in ENTRIES {
+        for k in [e.kernel, e.scalar] {
+            let r = requests.iter().find(|r| r.resources.entry == k.name).expect("every entry is in the PTX");
+            assert!(
+                r.resources.registers <= e.registers,
+                "{} takes {} registers; its stage counts on at most {}",
+                k.name,
+                r.resources.registers,
+                e.registers
+            );
+            assert_eq!(r.resources.stack_frame_bytes, 0, "{} keeps its quads in local memory", k.name);
+            assert_eq!(r.resources.spill_store_bytes + r.resources.spill_load_bytes, 0, "{} spills", k.name);
+        }
+        let shared = shared_bytes(e.threads);
+        assert!(shared <= mage_toolchain::MAX_BLOCK_SHARED_BYTES, "{}: {shared} B", e.kernel.name);
+        let by_registers = 65536 / (e.registers.div_ceil(8) * 8 * e.threads);
+        let by_shared = 228 * 1024 / (shared + 1024);
+        assert_eq!(by_registers.min(by_shared).min(2048 / e.threads), e.blocks_per_sm, "{}", e.kernel.name);
+    }
+}

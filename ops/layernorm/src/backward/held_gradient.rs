@@ -10,11 +10,13 @@
 //! At the end the `R` groups' column sums are added in group order
 //! (`mage_common::device::column_sums::{publish_quads, group_total}`) and the block
 //! writes one partial row of dgamma and one of dbeta to the scratch
-//! `[chunks, 2, ⌈width/4⌉·4]`; `layernorm_backward_totals` (this module)
-//! adds the chunks with `column_total`. `gradient_entries!` declares a
+//! `[chunks, 2, ⌈width/4⌉·4]`; `layernorm_backward_totals`
+//! ([`totals`](super::totals)) adds the chunks. The quad loads, stores and
+//! masks are [`quads`](super::quads)'. `gradient_entries!` declares a
 //! stage's kernel entries over it and their [`Entry`] table.
 
-use mage_common::device::column_sums::{TOTALS_COLUMNS, column_total, group_total, publish_quads};
+use super::quads::{each, load_quad, masked, store_quad};
+use mage_common::device::column_sums::{group_total, publish_quads};
 use mage_common::device::*;
 
 /// The most threads of an entry's block (`R·T`).
@@ -89,67 +91,6 @@ fn group_sums<const T: u32, const N: usize>(v: [f32; N], slot: u32) -> [f32; N] 
         }
     }
     s
-}
-
-/// Loads the quad of `p` at element `i` (columns `c..c + 4` of a row):
-/// one 16-byte load where `aligned`, else the columns below `width` one
-/// by one, the others zero.
-///
-/// # Safety
-/// `c < width`, the quad's columns below `width` readable at `i..`.
-#[inline(always)]
-unsafe fn load_quad(p: *const f32, i: u32, c: u32, width: u32, aligned: bool) -> F32x4 {
-    unsafe {
-        if aligned {
-            ld_nc4(p, i)
-        } else {
-            let at = |j: u32| if c + j < width { ld_nc(p, i + j) } else { 0.0 };
-            F32x4::new(at(0), at(1), at(2), at(3))
-        }
-    }
-}
-
-/// Stores the quad `v` at element `i` as [`load_quad`] loads it.
-///
-/// # Safety
-/// As [`load_quad`], writable.
-#[inline(always)]
-unsafe fn store_quad(p: *mut f32, i: u32, c: u32, width: u32, aligned: bool, v: F32x4) {
-    unsafe {
-        if aligned {
-            st4(p, i, v);
-        } else {
-            let put = |j: u32, v: f32| {
-                if c + j < width {
-                    st(p, i + j, v);
-                }
-            };
-            put(0, v.x);
-            put(1, v.y);
-            put(2, v.z);
-            put(3, v.w);
-        }
-    }
-}
-
-/// `f` on the lanes of a quad whose columns `c..c + 4` lie below `width`,
-/// zero on the others.
-#[inline(always)]
-fn masked(v: F32x4, c: u32, width: u32, f: impl Fn(f32) -> f32) -> F32x4 {
-    let m = |j: u32, a: f32| if c + j < width { f(a) } else { 0.0 };
-    F32x4::new(m(0, v.x), m(1, v.y), m(2, v.z), m(3, v.w))
-}
-
-/// Runs `f(0), f(1), ..., f(Q - 1)` written out (Q at most 8), so that
-/// every index into a thread's held quads is a constant and they stay in
-/// registers (a loop LLVM leaves rolled indexes them in local memory).
-#[inline(always)]
-fn each<const Q: usize>(mut f: impl FnMut(usize)) {
-    const { assert!(Q <= 8) };
-    macro_rules! at {
-        ($($i:literal)*) => {$(if $i < Q { f($i) })*};
-    }
-    at!(0 1 2 3 4 5 6 7);
 }
 
 /// The body of every entry: block `k` (`block_idx_x()`) walks rows
@@ -312,26 +253,6 @@ pub unsafe fn held_gradient<const T: u32, const Q: usize, const R: u32, const SA
                 }
             }
         });
-    }
-}
-
-mage_common::kernel! {
-    /// dgamma and dbeta: each column's partials added over the chunks
-    /// (`column_total` over the `2·⌈width/4⌉·4` columns of a partial row:
-    /// dgamma's, then dbeta's). Needs `TOTALS_SHARED_BYTES` of shared memory.
-    pub unsafe fn layernorm_backward_totals(partials: *const f32, dgamma: *mut f32, dbeta: *mut f32, chunks: u32, width: u32) {
-        let stride = width.div_ceil(4) * 4;
-        let total = unsafe { column_total(partials, chunks, 2 * stride, 2 * stride) };
-        let j = block_idx_x() * TOTALS_COLUMNS + thread_idx_x();
-        if thread_idx_x() < 32 {
-            unsafe {
-                if j < width {
-                    st(dgamma, j, total);
-                } else if j >= stride && j - stride < width {
-                    st(dbeta, j - stride, total);
-                }
-            }
-        }
     }
 }
 

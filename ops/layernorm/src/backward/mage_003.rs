@@ -3,8 +3,8 @@
 //! partial sums kept in registers per chunk of rows; a short second pass.
 //!
 //! Kernel body: [`held_gradient`](super::held_gradient) (`held_gradient`,
-//! with its unused `SAVED` path, and `layernorm_backward_totals`), over
-//! `mage_common::device::column_sums`.
+//! with its unused `SAVED` path) and [`totals`](super::totals)
+//! (`layernorm_backward_totals`), over `mage_common::device::column_sums`.
 //!
 //! What changed: mage-002 reads x and dy twice (its block-per-row dx
 //! kernel, then its column kernel) and writes a `[rows, 3]` of statistics
@@ -84,7 +84,7 @@ pub static KERNELS: &[&mage_common::Kernel] = &[
     &layernorm_backward_held_96x2x2::KERNEL,
     &layernorm_backward_held_256x2x1::KERNEL,
     &layernorm_backward_held_512x2x1::KERNEL,
-    &super::held_gradient::layernorm_backward_totals::KERNEL,
+    &super::totals::layernorm_backward_totals::KERNEL,
 ];
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -94,8 +94,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     kernels: KERNELS,
     supports: |d| entries_support(ENTRIES, d),
     plan: |d| {
-        use super::held_gradient::{chunk_rows, layernorm_backward_totals, shared_bytes};
-        use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS};
+        use super::held_gradient::{chunk_rows, shared_bytes};
         use mage_common::kernel::Dim3;
         use mage_common::op::{Arg, Launch, Plan};
         let (rows, width) = (d[0], d[1]);
@@ -122,13 +121,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                         Arg::F32(crate::EPS),
                     ],
                 },
-                Launch {
-                    kernel: &layernorm_backward_totals::KERNEL,
-                    grid: Dim3::x((2 * stride).div_ceil(TOTALS_COLUMNS)),
-                    block: Dim3::x(TOTALS_THREADS),
-                    shared_bytes: TOTALS_SHARED_BYTES,
-                    args: vec![Arg::Scratch(0), Arg::Output(1), Arg::Output(2), Arg::U32(chunks), Arg::U32(width)],
-                },
+                super::totals::totals_launch(chunks, width),
             ],
             scratch: vec![(2 * chunks * stride) as usize],
         }

@@ -14,14 +14,20 @@
 //! | [`mage_001`] | a block per row for dx (statistics recomputed), a thread per column for dgamma and dbeta |
 //! | [`mage_002`] | mage-001's dx; the column sums split over chunks of rows, then the chunks summed in order |
 //! | [`mage_003`] | one pass: a block per chunk of rows, rows held in registers (statistics recomputed), dgamma and dbeta partials in registers, then the chunks added in order by a short second kernel |
+//! | [`mage_005`] | mage-003's one pass, rows streamed through a three-row `cp.async` ring in shared memory (two to four rows in flight an SM), the statistics and both row sums from one merge of the warps' centred parts: one barrier a row; widths up to 8192; not yet measured |
 //! | [`row_gradient`] | the kernel body of mage-001's and mage-002's dx: a block per row |
-//! | [`held_gradient`] | the kernel body of mage-003's gradient and totals (its `SAVED` path, statistics read instead of recomputed, is the removed mage-004's: see `docs/attempts.md`) |
+//! | [`held_gradient`] | the kernel body of mage-003's gradient (its `SAVED` path, statistics read instead of recomputed, is the removed mage-004's: see `docs/attempts.md`) |
+//! | [`quads`] | a thread's quads of a row (mage-003's and mage-005's): loads, stores and masks, 16-byte where the width allows |
+//! | [`totals`] | the second kernel of mage-003 and mage-005: each column's partials added over the chunks, in order |
 
 pub mod held_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod mage_005;
+pub mod quads;
 pub mod row_gradient;
+pub mod totals;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -116,7 +122,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_005::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "layernorm_backward",
