@@ -46,9 +46,9 @@
 //! of partials from L2 in the second), so at the shapes where that stage
 //! is memory-bound this one should be within a few percent of its times
 //! (11.18, 23.14, 41.50, 205.60 and 7.08 µs in `results/backward-3`); the
-//! element costs about twice the arithmetic (three `ex2.approx`, a
-//! division, the fit's ten FMAs), which four blocks of eight warps an SM
-//! should still hide under the loads in flight.
+//! element has about three times that stage's arithmetic (three
+//! `ex2.approx` against one, the fit's ten FMAs), which four blocks of
+//! eight warps an SM should still hide under the loads in flight.
 //!
 //! Not yet measured on a GPU.
 
