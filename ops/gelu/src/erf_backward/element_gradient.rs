@@ -29,9 +29,10 @@
 //! ```
 //!
 //! with [`ELEMENT_ERROR`] = 1.1e-6 (measured: 1.04e-6 at z = −5.79 with
-//! `ex2` 2^-22 high, 3.3e-7 at z = −11.03 with it exact): relative to the terms' sizes, so it
-//! holds where the two terms cancel (z ≈ −0.7518, gelu's minimum) and deep
-//! in the negative tail. Where it comes from: Φ's `u·2^q` within 1.1e-6 of
+//! `ex2` at the high edge of its contract, 3.3e-7 at z = −11.03 with it
+//! exact), plus 2^-126 where dx leaves FP32's normal range. Relative to
+//! the terms' sizes, it holds where the two terms cancel (z ≈ −0.7518,
+//! gelu's minimum) and deep in the negative tail. Where it comes from: Φ's `u·2^q` within 1.1e-6 of
 //! itself (the fit, the polynomial, `ex2(q)`; [`normal_cdf`]'s doc), the
 //! Gaussian's `2^gauss_q` within 2^-22 and a rounding, `h·h` two more
 //! `ex2.approx` errors and a rounding, and a few roundings of the products
