@@ -15,7 +15,9 @@ Tolerances come from the data: an output element `i` passes where
 `ref` float64 torch on the same inputs, `torch32` float32 torch, `m` the
 element's magnitude (`Σ|terms|` of a sum of products, `|ref|` otherwise),
 `K` the length of the op's longest sum, `u` float32's unit roundoff
-(2^-24; 2^-11 for GELU, whose kernels use the hardware tanh.approx).
+(2^-24; 2^-11 for tanh GELU, whose kernels use the hardware tanh.approx;
+2^-19 for exact GELU, whose Φ and gradient are within 1.2e-6 of their
+terms against float64).
 """
 
 import argparse
@@ -51,6 +53,7 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, mage {mage.COMMIT}, ops: {', '.join(sorted(ops))}")
 
     U32 = 2.0**-24
+    U_ERF = 2.0**-19
 
     def check(name, out, ref, t32, mag=None, K=1, u=U32):
         """One comparison under the data-derived rule of the module doc."""
@@ -119,6 +122,8 @@ def main():
         attempt(f"layer_norm {s}", lambda: fwd_bwd(f"layer_norm {s}", lambda x, g, b: mage.layer_norm(x, [w], g, b), lambda x, g, b: F.layer_norm(x, [w], g, b), [rn(*s), rn(w), rn(w)], w))
         attempt(f"layer_norm {s} no affine", lambda: fwd_bwd(f"layer_norm {s} no affine", lambda x: mage.layer_norm(x, [w]), lambda x: F.layer_norm(x, [w]), [rn(*s)], w))
         attempt(f"gelu tanh {s}", lambda: fwd_bwd(f"gelu tanh {s}", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [rn(*s)], 1, 2.0**-11))
+        attempt(f"gelu none {s}", lambda: fwd_bwd(f"gelu none {s}", lambda x: mage.gelu(x), lambda x: F.gelu(x), [rn(*s)], 1, U_ERF))
+        attempt(f"gelu none {s} tails", lambda: fwd_bwd(f"gelu none {s} tails", lambda x: mage.gelu(x, approximate="none"), lambda x: F.gelu(x, approximate="none"), [rn(*s, scale=6.0)], 1, U_ERF))
         attempt(f"bias_gelu {s}", lambda: fwd_bwd(f"bias_gelu {s}", mage.bias_gelu, lambda x, b: F.gelu(x + b, approximate="tanh"), [rn(*s), rn(w)], s[0], 2.0**-11))
     for eps in [1e-12, 1e-6, 0.1]:
         attempt(f"layer_norm (64, 256) eps={eps}", lambda: fwd_bwd(f"layer_norm (64, 256) eps={eps}", lambda x, g, b: mage.layer_norm(x, [256], g, b, eps), lambda x, g, b: F.layer_norm(x, [256], g, b, eps), [rn(64, 256, scale=0.3), rn(256), rn(256)], 256))
@@ -181,9 +186,11 @@ def main():
         oc(f"layer_norm {s}", torch.ops.mage.layer_norm, (rn(*s), [s[-1]], rn(s[-1]), rn(s[-1])))
         oc(f"layer_norm {s} None", torch.ops.mage.layer_norm, (rn(*s), [s[-1]]))
         oc(f"gelu {s}", torch.ops.mage.gelu, (rn(*s),), {"approximate": "tanh"})
+        oc(f"gelu none {s}", torch.ops.mage.gelu, (rn(*s),))
         oc(f"bias_gelu {s}", torch.ops.mage.bias_gelu, (rn(*s), rn(s[-1])))
         oc(f"layer_norm_backward {s}", torch.ops.mage.layer_norm_backward, (torch.randn(s, device=dev), torch.randn(s, device=dev), [s[-1]], torch.randn(s[-1], device=dev)))
         oc(f"bias_gelu_backward {s}", torch.ops.mage.bias_gelu_backward, (torch.randn(s, device=dev), torch.randn(s, device=dev), torch.randn(s[-1], device=dev)))
+        oc(f"gelu_erf_backward {s}", torch.ops.mage.gelu_erf_backward, (torch.randn(s, device=dev), torch.randn(s, device=dev), torch.randn(s[-1], device=dev)))
     for sa, sb in [((5, 7), (7, 3)), ((2, 6, 8), (8, 4))]:
         grad = has_nt_tn
         oc(f"matmul {sa}x{sb}", torch.ops.mage.matmul, (torch.randn(sa, device=dev, requires_grad=grad), torch.randn(sb, device=dev, requires_grad=grad)))
@@ -307,6 +314,7 @@ def main():
         for name, m, t in [
             ("layer_norm [0, 8]", lambda: mage.layer_norm(torch.empty(0, 8, device=dev), [8]), lambda: F.layer_norm(torch.empty(0, 8, device=dev), [8])),
             ("gelu [3, 0]", lambda: mage.gelu(torch.empty(3, 0, device=dev), approximate="tanh"), lambda: F.gelu(torch.empty(3, 0, device=dev), approximate="tanh")),
+            ("gelu none [3, 0]", lambda: mage.gelu(torch.empty(3, 0, device=dev)), lambda: F.gelu(torch.empty(3, 0, device=dev))),
             ("matmul [0, 4]x[4, 3]", lambda: mage.matmul(torch.empty(0, 4, device=dev), torch.randn(4, 3, device=dev)), lambda: torch.empty(0, 3, device=dev)),
             ("matmul [3, 0]x[0, 2] (zeros)", lambda: mage.matmul(torch.empty(3, 0, device=dev), torch.empty(0, 2, device=dev)), lambda: torch.zeros(3, 2, device=dev)),
             ("triangle [0, 0, 4]", lambda: mage.triangle(torch.empty(0, 0, 4, device=dev), torch.empty(0, 0, 4, device=dev)), lambda: torch.empty(0, 0, 4, device=dev)),
@@ -319,7 +327,7 @@ def main():
     refused("bfloat16 refused", lambda: mage.gelu(x.bfloat16(), approximate="tanh"), "torch.bfloat16")
     refused("CPU tensor refused", lambda: mage.matmul(x.cpu(), x.cpu().t()), "is on cpu")
     refused("eps nan refused", lambda: mage.layer_norm(x, [8], eps=float("nan")), "eps = nan; it must be a finite number")
-    refused("exact-erf GELU refused (open)", lambda: mage.gelu(x), "approximate='tanh' only")
+    refused("GELU approximate='fast' refused", lambda: mage.gelu(x, approximate="fast"), "it must be 'none' or 'tanh'")
     def strided():
         xt = torch.randn(8, 4, device=dev).t()
         check("layer_norm of a transposed (non-contiguous) input", mage.layer_norm(xt, [8]), F.layer_norm(xt.double(), [8]), F.layer_norm(xt, [8]), None, 8)
@@ -427,7 +435,8 @@ def main():
         for name, f in [("mage.layer_norm", lambda: mage.layer_norm(xs, [768], gamma, beta)),
                         ("torch.ops.mage.layer_norm", lambda: torch.ops.mage.layer_norm(xs, [768], gamma, beta)),
                         ("F.layer_norm (torch)", lambda: F.layer_norm(xs, [768], gamma, beta)),
-                        ("mage.gelu tanh", lambda: mage.gelu(xs, approximate="tanh"))]:
+                        ("mage.gelu tanh", lambda: mage.gelu(xs, approximate="tanh")),
+                        ("mage.gelu none", lambda: mage.gelu(xs))]:
             for _ in range(50):
                 f()
             torch.cuda.synchronize()

@@ -7,6 +7,7 @@ gradient ops.
 op                 forward (Mage op)                               backward (Mage op)
 =================  ==============================================  =========================
 layer_norm         layernorm                                       layernorm_backward
+gelu (none)        gelu_erf (bias of zeros)                        gelu_erf_backward
 gelu (tanh)        gelu (bias of zeros)                            gelu_backward
 bias_gelu          gelu                                            gelu_backward
 linear             matmul_nt (x·Wᵀ), bias added by torch           matmul (dx), matmul_tn (dW)
@@ -20,10 +21,10 @@ Semantics are PyTorch's: any leading dims (flattened to the op's 2-D or
 ``bias`` ``None``, empty tensors (torch's result, nothing launched).
 Non-contiguous inputs are made contiguous (``.contiguous()``: a copy).
 Refused, each with a one-line ``mage.MageError``: a dtype other than
-float32 (no cast is made), a tensor not on a CUDA device, and what Mage's
-kernels do not compute yet: exact-erf GELU (``approximate="none"``, PyTorch's default). An op
-this build lacks (``matmul_nt``, ``matmul_tn``) is a one-line error
-naming it.
+float32 (no cast is made), a tensor not on a CUDA device, and a GELU
+``approximate`` other than ``"none"`` (exact erf, PyTorch's default:
+Mage's ``gelu_erf``) and ``"tanh"`` (Mage's ``gelu``). An op this build
+lacks (``matmul_nt``, ``matmul_tn``) is a one-line error naming it.
 
 In eager mode a call runs the op's function directly, its gradient
 through an ``autograd.Function`` of the same backward (the dispatcher's
@@ -288,11 +289,13 @@ _register_autograd(layer_norm, _layer_norm_grad, _layer_norm_setup)
 # ---------------------------------------------------------------- gelu
 
 
+#: Mage's forward and gradient op for each ``approximate`` of ``mage.gelu``.
+_GELU_OPS = {"none": ("gelu_erf", "gelu_erf_backward"), "tanh": ("gelu", "gelu_backward")}
+
+
 def _gelu_approximate(approximate: str) -> None:
-    if approximate == "none":
-        raise MageError("mage.gelu: approximate='none' (exact erf, PyTorch's default) is not computed by Mage's kernels; they compute approximate='tanh' only")
-    if approximate != "tanh":
-        raise MageError(f"mage.gelu: approximate={approximate!r}; it must be 'none' or 'tanh' (Mage's kernels compute 'tanh')")
+    if approximate not in _GELU_OPS:
+        raise MageError(f"mage.gelu: approximate={approximate!r}; it must be 'none' or 'tanh'")
 
 
 def _bias_gelu_checks(x, bias, op, fake=False):
@@ -306,23 +309,26 @@ def _bias_gelu_checks(x, bias, op, fake=False):
             raise MageError(f"mage.{op}: bias is {list(bias.shape)}; an input of shape {list(x.shape)} takes a bias of [{x.shape[-1] if x.dim() else 1}]")
 
 
-def _gelu_forward(x: Tensor, bias: Optional[Tensor], op: str) -> Tensor:
+def _gelu_forward(x: Tensor, bias: Optional[Tensor], op: str, forward: str = "gelu") -> Tensor:
+    """Mage's `forward` (``gelu`` or ``gelu_erf``) on `x` with `bias` (zeros
+    where None) over the last axis."""
     if x.numel() == 0:
         return torch.empty_like(x, memory_format=torch.contiguous_format)
     width = x.shape[-1] if x.dim() else 1
     x2 = x.reshape(-1, width).contiguous()
     b = torch.zeros(width, device=x.device) if bias is None else bias.contiguous()
-    (y,) = _run("gelu", op, (x2, b))
+    (y,) = _run(forward, op, (x2, b))
     return y.view(x.shape)
 
 
 @torch.library.custom_op("mage::gelu", mutates_args=())
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """``torch.nn.functional.gelu`` through Mage's ``gelu``; ``approximate``
-    must be ``"tanh"`` (exact erf is not computed by Mage's kernels)."""
+    """``torch.nn.functional.gelu``: ``approximate="none"`` (exact erf,
+    PyTorch's default) through Mage's ``gelu_erf``, ``"tanh"`` through
+    Mage's ``gelu``, each with a bias of zeros."""
     _gelu_approximate(approximate)
     _bias_gelu_checks(input, None, "gelu")
-    return _gelu_forward(input, None, "gelu")
+    return _gelu_forward(input, None, "gelu", _GELU_OPS[approximate][0])
 
 
 @gelu.register_fake
@@ -346,32 +352,50 @@ def _(input, bias):
     return torch.empty_like(input, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("mage::bias_gelu_backward", mutates_args=())
-def bias_gelu_backward(grad: Tensor, input: Tensor, bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    """(d input, d bias) of tanh GELU through Mage's ``gelu_backward``."""
+def _gelu_backward(op: str, grad: Tensor, input: Tensor, bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """(d input, d bias) through Mage's gradient op `op` (``gelu_backward``
+    or ``gelu_erf_backward``), bias zeros where None."""
     width = input.shape[-1] if input.dim() else 1
     if input.numel() == 0:
         return torch.zeros_like(input, memory_format=torch.contiguous_format), input.new_zeros(width)
     x2 = input.reshape(-1, width).contiguous()
     b = torch.zeros(width, device=input.device) if bias is None else bias.contiguous()
     dy = grad.reshape(-1, width).contiguous()
-    dx, db = _run("gelu_backward", "gelu", (x2, b, dy))
+    dx, db = _run(op, "gelu", (x2, b, dy))
     return dx.view(input.shape), db
 
 
-@bias_gelu_backward.register_fake
-def _(grad, input, bias):
+def _gelu_backward_fake(grad, input, bias):
     width = input.shape[-1] if input.dim() else 1
     return torch.empty_like(input, memory_format=torch.contiguous_format), input.new_empty(width)
 
 
+@torch.library.custom_op("mage::bias_gelu_backward", mutates_args=())
+def bias_gelu_backward(grad: Tensor, input: Tensor, bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """(d input, d bias) of tanh GELU through Mage's ``gelu_backward``."""
+    return _gelu_backward("gelu_backward", grad, input, bias)
+
+
+bias_gelu_backward.register_fake(_gelu_backward_fake)
+
+
+@torch.library.custom_op("mage::gelu_erf_backward", mutates_args=())
+def gelu_erf_backward(grad: Tensor, input: Tensor, bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """(d input, d bias) of exact (erf) GELU through Mage's ``gelu_erf_backward``."""
+    return _gelu_backward("gelu_erf_backward", grad, input, bias)
+
+
+gelu_erf_backward.register_fake(_gelu_backward_fake)
+
+
 def _gelu_setup(ctx, inputs, output):
+    ctx.approximate = inputs[1] if len(inputs) > 1 else "none"
     ctx.save_for_backward(inputs[0])
 
 
 def _gelu_grad(ctx, grad):
     (x,) = ctx.saved_tensors
-    dx, _ = _call("bias_gelu_backward", grad, x, None)
+    dx, _ = _call("gelu_erf_backward" if ctx.approximate == "none" else "bias_gelu_backward", grad, x, None)
     return dx, None
 
 

@@ -5,9 +5,9 @@ Each subclasses torch's module: the same constructor arguments and
 defaults, the same parameters, initialisation, ``state_dict`` keys and
 ``extra_repr``, so a state_dict moves between torch's module and Mage's
 either way. Only ``forward`` differs, with the ops' refusals: float32 CUDA
-tensors only, and ``GELU`` computes
-``approximate="tanh"`` only (its default, PyTorch's ``"none"``, is
-refused when called, never computed another way).
+tensors only. ``GELU`` computes both of torch's forms: its default
+``approximate="none"`` (exact erf) through Mage's ``gelu_erf`` and
+``gelu_erf_backward``, ``"tanh"`` through ``gelu`` and ``gelu_backward``.
 """
 
 import torch
@@ -33,8 +33,8 @@ class Linear(torch.nn.Linear):
 
 
 class GELU(torch.nn.GELU):
-    """``torch.nn.GELU`` through ``mage.gelu`` (``approximate="tanh"``
-    only)."""
+    """``torch.nn.GELU`` through ``mage.gelu`` (``approximate="none"``,
+    the default, or ``"tanh"``)."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.gelu(input, self.approximate)

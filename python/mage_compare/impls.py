@@ -215,6 +215,7 @@ def _layernorm_forward(x, gamma, beta, eps):
 GRADS = {
     "layernorm_backward": (_layernorm_forward, ("x", "gamma", "zeros:beta:gamma"), ("x", "gamma", "beta"), "dy", ("eps",)),
     "gelu_backward": (lambda x, bias: F.gelu(x + bias, approximate="tanh"), ("x", "bias"), ("x", "bias"), "dy", ()),
+    "gelu_erf_backward": (lambda x, bias: F.gelu(x + bias, approximate="none"), ("x", "bias"), ("x", "bias"), "dy", ()),
     "triangle_backward": (lambda a, b: torch.einsum("ikc,jkc->ijc", a, b), ("A", "B"), ("A", "B"), "dO", ()),
     "neighbor_backward": (lambda x, w, dst, src: torch.zeros_like(x).index_add(0, dst, w.unsqueeze(1) * x.index_select(0, src)),
                           ("x", "w", "dst64", "indices64"), ("x", "w"), "dY", ()),

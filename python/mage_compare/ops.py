@@ -28,6 +28,7 @@ BUILTIN_IMPLS: dict[str, tuple[tuple[str, str], ...]] = {
     # The gradient ops: PyTorch's backward kernels through torch.autograd.grad, eager and compiled.
     "layernorm_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
     "gelu_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
+    "gelu_erf_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
     "triangle_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
     "neighbor_backward": (("torch", "torch"), ("torch_compile", "torch_compile")),
 }

@@ -56,6 +56,7 @@ def input_views(op: str, roles: list[str], tensors: list, dims: list[int]) -> di
 GRADIENTS = {
     "layernorm_backward": ("layernorm", ("x", "gamma", "beta=gamma"), ("x", "gamma", "beta"), "dy"),
     "gelu_backward": ("gelu", ("x", "bias"), ("x", "bias"), "dy"),
+    "gelu_erf_backward": ("gelu_erf", ("x", "bias"), ("x", "bias"), "dy"),
     "triangle_backward": ("triangle", ("A", "B"), ("A", "B"), "dO"),
     "neighbor_backward": ("neighbor", ("x", "w"), ("x", "w"), "dY"),
 }

@@ -46,7 +46,7 @@ class TorchOps(unittest.TestCase):
     def test_the_ops_have_pytorchs_signatures(self):
         for name, schema in SCHEMAS.items():
             self.assertEqual(str(getattr(torch.ops.mage, name).default._schema), schema, name)
-        for name in ["layer_norm_backward", "bias_gelu_backward", "triangle_backward", "neighbor_backward", "matmul_nt", "matmul_tn"]:
+        for name in ["layer_norm_backward", "bias_gelu_backward", "gelu_erf_backward", "triangle_backward", "neighbor_backward", "matmul_nt", "matmul_tn"]:
             self.assertTrue(hasattr(torch.ops.mage, name), name)
         self.assertIs(mage.layer_norm, mage._torch_ops.layer_norm)
 
@@ -56,6 +56,7 @@ class TorchOps(unittest.TestCase):
             self.assertEqual(mage.layer_norm(x, [8]).shape, (2, 3, 8))
             self.assertEqual(mage.layer_norm(x, [3, 8], torch.empty(3, 8), None).shape, (2, 3, 8))
             self.assertEqual(mage.gelu(x, approximate="tanh").shape, (2, 3, 8))
+            self.assertEqual(mage.gelu(x).shape, (2, 3, 8))
             self.assertEqual(mage.bias_gelu(x, torch.empty(8)).shape, (2, 3, 8))
             self.assertEqual(mage.linear(x, torch.empty(5, 8), torch.empty(5)).shape, (2, 3, 5))
             self.assertEqual(mage.linear(x, torch.empty(5, 8)).shape, (2, 3, 5))
@@ -66,6 +67,9 @@ class TorchOps(unittest.TestCase):
             self.assertEqual(torch.ops.mage.neighbor(r, i, torch.empty(4, 2, 3), torch.empty(9), 1).shape, (4, 2, 3))
             dx, dw, db = torch.ops.mage.layer_norm_backward(x, x, [8], None)
             self.assertEqual((dx.shape, dw.shape, db.shape), ((2, 3, 8), (8,), (8,)))
+            for backward in [torch.ops.mage.bias_gelu_backward, torch.ops.mage.gelu_erf_backward]:
+                dx, db = backward(x, x, torch.empty(8))
+                self.assertEqual((dx.shape, db.shape), ((2, 3, 8), (8,)))
             # Empty tensors keep torch's shapes.
             self.assertEqual(mage.layer_norm(torch.empty(0, 8), [8]).shape, (0, 8))
             self.assertEqual(mage.linear(torch.empty(0, 8), torch.empty(5, 8)).shape, (0, 5))
@@ -77,7 +81,7 @@ class TorchOps(unittest.TestCase):
             graphs.append(gm)
             return gm.forward
 
-        model = torch.nn.Sequential(mage.nn.LayerNorm(8), mage.nn.GELU(approximate="tanh"), mage.nn.Linear(8, 4))
+        model = torch.nn.Sequential(mage.nn.LayerNorm(8), mage.nn.GELU(approximate="tanh"), mage.nn.GELU(), mage.nn.Linear(8, 4))
         compiled = torch.compile(model, backend=backend, fullgraph=True)
         with self.assertRaises(mage.MageError) as e:  # traced, then run on the CPU: refused
             compiled(torch.randn(2, 8))
@@ -93,6 +97,7 @@ class TorchOps(unittest.TestCase):
         def f(x, w, b, bias):
             y = mage.layer_norm(x, [8], w, b)
             y = mage.bias_gelu(y, bias)
+            y = mage.gelu(y)
             return torch.autograd.grad(y.sum(), (x, w, b, bias))
 
         with self.fake() as mode:
@@ -101,6 +106,7 @@ class TorchOps(unittest.TestCase):
         code = gm.code
         self.assertIn("mage.layer_norm_backward", code)
         self.assertIn("mage.bias_gelu_backward", code)
+        self.assertIn("mage.gelu_erf_backward", code)
 
     def check_refusals(self, cases):
         for f, msg in cases:
@@ -116,6 +122,7 @@ class TorchOps(unittest.TestCase):
         self.check_refusals([
             (lambda: mage.layer_norm(x, [8]), "mage.layer_norm: input is on cpu; Mage's kernels run on CUDA tensors (.cuda())"),
             (lambda: mage.gelu(x, approximate="tanh"), "mage.gelu: input is on cpu"),
+            (lambda: mage.gelu(x), "mage.gelu: input is on cpu"),
             (lambda: mage.matmul(x, torch.randn(8, 2)), "mage.matmul: input is on cpu"),
             (lambda: mage.layer_norm(x.double(), [8]), "mage.layer_norm: input is on cpu"),
         ])
@@ -124,13 +131,16 @@ class TorchOps(unittest.TestCase):
             self.check_refusals([
                 (lambda: mage.layer_norm(fx.double(), [8]), "mage.layer_norm: input is torch.float64; Mage's kernels compute in torch.float32 only (no cast is made: .float() first)"),
                 (lambda: mage.layer_norm(fx, [8], eps=float("nan")), "mage.layer_norm: eps = nan; it must be a finite number"),
-                (lambda: mage.gelu(fx), "mage.gelu: approximate='none' (exact erf, PyTorch's default) is not computed by Mage's kernels; they compute approximate='tanh' only"),
                 (lambda: mage.gelu(fx, approximate="fast"), "mage.gelu: approximate='fast'; it must be 'none' or 'tanh'"),
+                (lambda: mage.gelu(fx.double()), "mage.gelu: input is torch.float64"),
                 (lambda: mage.gelu(fx.half(), approximate="tanh"), "mage.gelu: input is torch.float16"),
                 (lambda: mage.linear(fx, torch.empty(5, 7)), "mage.linear: input [4, 8] and weight [5, 7] cannot be multiplied"),
                 (lambda: mage.layer_norm(fx, [7]), "mage.layer_norm: normalized_shape [7] is not the trailing shape"),
                 (lambda: mage.bias_gelu(fx, torch.empty(7)), "mage.bias_gelu: bias is [7]"),
             ])
+            # Exact-erf GELU, PyTorch's default, is computed (gelu_erf).
+            self.assertEqual(mage.gelu(fx).shape, (4, 8))
+            self.assertEqual(mage.gelu(fx, approximate="none").shape, (4, 8))
             # Any finite eps is taken: the kernels' parameter.
             mage.layer_norm(torch.empty(2, 8), [8], eps=1e-5)
             mage.layer_norm(torch.empty(2, 8), [8], eps=1e-12)
@@ -210,6 +220,14 @@ class StandIn:
             dx = dy * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * k * z * z))
             return [dx, dx.sum(0)]
 
+        def gelu_erf(x, b):
+            return F.gelu(x + b)
+
+        def gelu_erf_backward(x, b, dy):
+            z = x + b
+            dx = dy * (0.5 * (1 + torch.erf(z / 2**0.5)) + z * torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5)
+            return [dx, dx.sum(0)]
+
         def tri(a, b):
             return torch.einsum("ikc,jkc->ijc", a, b)
 
@@ -229,6 +247,8 @@ class StandIn:
                 "layernorm_backward": lambda: ln_backward(*i),
                 "gelu": lambda: [gelu(*i)],
                 "gelu_backward": lambda: gelu_backward(*i),
+                "gelu_erf": lambda: [gelu_erf(*i)],
+                "gelu_erf_backward": lambda: gelu_erf_backward(*i),
                 "matmul": lambda: [i[0] @ i[1]],
                 "matmul_nt": lambda: [i[0] @ i[1].T],
                 "matmul_tn": lambda: [i[0].T @ i[1]],
@@ -275,6 +295,10 @@ class TorchSemanticsWithAStandIn(unittest.TestCase):
         self.same("layer_norm over two axes", lambda x, w: mage.layer_norm(x, [3, 8], w), lambda x, w: F.layer_norm(x, [3, 8], w), [(2, 3, 8), (3, 8)])
         self.same("layer_norm no affine", lambda x: mage.layer_norm(x, [8]), lambda x: F.layer_norm(x, [8]), [(5, 8)])
         self.same("gelu", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [(2, 3, 8)])
+        self.same("gelu erf", mage.gelu, F.gelu, [(2, 3, 8)])
+        self.same("gelu erf, approximate='none'", lambda x: mage.gelu(x, approximate="none"), lambda x: F.gelu(x, approximate="none"), [(5, 7)])
+        self.same("nn.GELU()", mage.nn.GELU(), torch.nn.GELU(), [(4, 8)])
+        self.same("nn.GELU('tanh')", mage.nn.GELU(approximate="tanh"), torch.nn.GELU(approximate="tanh"), [(4, 8)])
         self.same("bias_gelu", mage.bias_gelu, lambda x, b: F.gelu(x + b, approximate="tanh"), [(2, 3, 8), (8,)])
         self.same("linear", mage.linear, F.linear, [(2, 3, 8), (5, 8), (5,)])
         self.same("linear no bias", mage.linear, F.linear, [(4, 8), (5, 8)])
@@ -351,7 +375,7 @@ class TheEagerPathWithAStandIn(TorchSemanticsWithAStandIn):
 
     def test_forward_and_gradients_follow_torch(self):
         super().test_forward_and_gradients_follow_torch()
-        for name in ("layer_norm", "layer_norm_backward", "bias_gelu", "bias_gelu_backward", "linear", "matmul", "matmul_nt", "matmul_tn", "triangle", "triangle_backward"):
+        for name in ("layer_norm", "layer_norm_backward", "gelu", "bias_gelu", "bias_gelu_backward", "gelu_erf_backward", "linear", "matmul", "matmul_nt", "matmul_tn", "triangle", "triangle_backward"):
             self.assertIn(name, self.taken, f"{name} did not take the eager path")
 
     def test_modes_and_subclasses_take_the_dispatcher(self):

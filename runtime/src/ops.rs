@@ -19,6 +19,7 @@ pub fn all() -> Vec<&'static Op> {
         &mage_neighbor::OP,
         &mage_layernorm::BACKWARD,
         &mage_gelu::BACKWARD,
+        &mage_gelu::ERF_BACKWARD,
         &mage_triangle::BACKWARD,
         &mage_neighbor::BACKWARD,
         &mage_matmul::NT,

@@ -137,7 +137,7 @@ pub fn differential_shapes(op: &Op) -> Vec<(Vec<u32>, &'static str)> {
         "triangle" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
         "layernorm_backward" => normal(&[&[33, 768], &[7, 1000], &[3, 257], &[300, 64]]),
         "triangle_backward" => normal(&[&[7, 5], &[33, 12], &[64, 32]]),
-        "gelu_backward" => normal(&[&[3, 257], &[64, 768], &[300, 5]]),
+        "gelu_backward" | "gelu_erf_backward" => normal(&[&[3, 257], &[64, 768], &[300, 5]]),
         "neighbor_backward" => vec![
             (vec![7, 9, 23], "uniform"),
             (vec![7, 9, 0], "uniform"),
@@ -166,7 +166,7 @@ pub fn contraction_terms(op: &Op, dims: &[u32]) -> u64 {
         "layernorm_backward" => dims[0].max(dims[1]) as u64,
         "triangle_backward" => dims[0] as u64,
         // dbias sums over the rows.
-        "gelu_backward" => dims[0] as u64,
+        "gelu_backward" | "gelu_erf_backward" => dims[0] as u64,
         "neighbor_backward" => dims[2] as u64,
         _ => 1,
     }

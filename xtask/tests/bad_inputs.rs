@@ -305,7 +305,7 @@ fn unknown_op() {
     refused(
         s.path(),
         &["run", "nosuch", "--emulate"],
-        "unknown op `nosuch`; the ops are matmul, gelu, gelu_erf, layernorm, triangle, neighbor, layernorm_backward, gelu_backward, triangle_backward, neighbor_backward, matmul_nt, matmul_tn$",
+        "unknown op `nosuch`; the ops are matmul, gelu, gelu_erf, layernorm, triangle, neighbor, layernorm_backward, gelu_backward, gelu_erf_backward, triangle_backward, neighbor_backward, matmul_nt, matmul_tn$",
     );
 }
 

@@ -12,6 +12,7 @@
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //! | [`backward`] | `gelu_backward`, the gradients dx and dbias: an op of its own with its own stages |
 //! | [`erf`] | `gelu_erf`, bias + the exact GELU (erf form, PyTorch's default): an op of its own with its own stages |
+//! | [`erf_backward`] | `gelu_erf_backward`, the exact GELU's gradients dx and dbias: an op of its own with its own stages |
 //!
 //! # Why not `tanh.approx`
 //!
@@ -29,6 +30,7 @@
 
 pub mod backward;
 pub mod erf;
+pub mod erf_backward;
 pub mod mage_001;
 pub mod mage_002;
 
@@ -49,6 +51,8 @@ pub const A1: f32 = (2.0 * core::f64::consts::LOG2_E * SQRT_2_OVER_PI * CUBIC) a
 pub use backward::BACKWARD;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use erf::ERF;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use erf_backward::ERF_BACKWARD;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 

@@ -14,3 +14,11 @@ fn backward_golden_cases() {
     let n = mage_common::fixtures::check_golden_cases(&mage_gelu::BACKWARD).unwrap_or_else(|e| panic!("{e}"));
     assert!(n >= 2 * 2, "only {n} (case, stage) pairs ran");
 }
+
+/// The same for `gelu_erf_backward`: numpy's gradients from `math.erf`
+/// (`fixtures/golden/gelu_erf_backward.py`), on every gradient stage.
+#[test]
+fn erf_backward_golden_cases() {
+    let n = mage_common::fixtures::check_golden_cases(&mage_gelu::ERF_BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n >= 2 * 2, "only {n} (case, stage) pairs ran");
+}

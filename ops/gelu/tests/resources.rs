@@ -31,3 +31,12 @@ fn backward_ptxas_resource_requests() {
     assert!(n > 0);
     insta::assert_yaml_snapshot!(requests);
 }
+
+/// The same for `gelu_erf_backward`'s stages.
+#[test]
+fn erf_backward_ptxas_resource_requests() {
+    let requests = mage_toolchain::resource_requests(&mage_gelu::ERF_BACKWARD).unwrap_or_else(|e| panic!("{e}"));
+    let n = mage_toolchain::check_launches_fit_an_sm(&mage_gelu::ERF_BACKWARD, &requests).unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 0);
+    insta::assert_yaml_snapshot!(requests);
+}

@@ -117,7 +117,9 @@ mod host {
         Tolerance::of_magnitude(FLUSHED, OF_MAGNITUDE)
     }
 
-    fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
+    /// x, bias and dy normal(0, 0.25), each its own stream (also
+    /// `gelu_erf_backward`'s generator).
+    pub(crate) fn generate(dims: &[u32], seed: u64) -> Vec<HostBuf> {
         let (rows, width) = (dims[0] as usize, dims[1] as usize);
         vec![
             HostBuf::F32(normal_input(seed, 0, rows * width)),

@@ -1,6 +1,8 @@
 //! Φ(z), the standard normal distribution function, in FP32 on the GPU:
 //! the kernel body of the exact GELU's stages ([`super::mage_001`],
-//! [`super::mage_002`]). nvptx has no libm, so `erfc` comes from a fit:
+//! [`super::mage_002`]), and through [`exponents`] the exponents of its
+//! gradient's ([`crate::erf_backward::element_gradient`]). nvptx has no
+//! libm, so `erfc` comes from a fit:
 //!
 //! ```text
 //! erfc(t) = u·exp(−t² + P(u)),   u = 1/(1 + t/2),   t = |z|/√2
@@ -57,12 +59,29 @@ pub const CLAMP: f32 = 20.0;
 /// `1/√2`.
 pub const FRAC_1_SQRT_2: f32 = core::f64::consts::FRAC_1_SQRT_2 as f32;
 
-/// `(Φ(z), e^{−z²/2})`, with `ex2` standing for `ex2.approx` (the kernels
-/// pass [`ex2_approx`](mage_common::device::ex2_approx); tests pass it
-/// perturbed to the edges of its contract). The second value is the
-/// Gaussian's `√(2π)·φ(z)`, for the gradient.
+/// The exponents of `erfc(|z|/√2)` and of the Gaussian `e^{−z²/2}`,
+/// before any exponential is taken: `erfc(t) = u·2^p·2^q` and `e^{−z²/2} =
+/// 2^p·2^gauss_q`, `p` the rounded large part both share and `q`,
+/// `gauss_q` everything small (module doc). [`normal_cdf_with`] takes the
+/// exponentials of these; the exact GELU's gradient
+/// ([`crate::erf_backward::element_gradient`]) takes them its own way.
+#[derive(Clone, Copy, Debug)]
+pub struct Exponents {
+    /// z clamped to ±[`CLAMP`].
+    pub zc: f32,
+    /// The fit's variable, `1/(1 + t/2)`.
+    pub u: f32,
+    /// `−z²/2·log2 e`, rounded: the large part.
+    pub p: f32,
+    /// The rest of erfc's exponent (`−t² + P(u)` in base 2, less `p`).
+    pub q: f32,
+    /// The rest of the Gaussian's exponent (`−z²/2` in base 2, less `p`).
+    pub gauss_q: f32,
+}
+
+/// [`Exponents`] of `z`, for any finite z (clamped to ±[`CLAMP`] first).
 #[inline(always)]
-pub fn normal_cdf_with(z: f32, ex2: impl Fn(f32) -> f32) -> (f32, f32) {
+pub fn exponents(z: f32) -> Exponents {
     // Beyond ±20, Φ is 0 or 1 and the Gaussian 0 in FP32; the clamp keeps
     // `z²` finite (no ∞ − ∞ in the FMA below) for any finite z.
     let zc = z.max(-CLAMP).min(CLAMP);
@@ -84,8 +103,19 @@ pub fn normal_cdf_with(z: f32, ex2: impl Fn(f32) -> f32) -> (f32, f32) {
     let a = -0.5 * s;
     let p = a * LOG2_E;
     let p_err = fma(a, LOG2_E, -p);
-    let gauss_tail = ex2(p_err + a * LOG2_E_LO - 0.5 * e * LOG2_E);
+    let gauss_q = p_err + a * LOG2_E_LO - 0.5 * e * LOG2_E;
     let q = p_err + fma(a, LOG2_E_LO, fma(-0.5, e, poly) * LOG2_E);
+    Exponents { zc, u, p, q, gauss_q }
+}
+
+/// `(Φ(z), e^{−z²/2})`, with `ex2` standing for `ex2.approx` (the kernels
+/// pass [`ex2_approx`](mage_common::device::ex2_approx); tests pass it
+/// perturbed to the edges of its contract). The second value is the
+/// Gaussian's `√(2π)·φ(z)`, for the gradient.
+#[inline(always)]
+pub fn normal_cdf_with(z: f32, ex2: impl Fn(f32) -> f32) -> (f32, f32) {
+    let Exponents { u, p, q, gauss_q, .. } = exponents(z);
+    let gauss_tail = ex2(gauss_q);
     let big = ex2(p);
     let erfc = u * big * ex2(q);
     let phi = if z >= 0.0 { 1.0 - 0.5 * erfc } else { 0.5 * erfc };

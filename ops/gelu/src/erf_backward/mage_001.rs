@@ -1,0 +1,105 @@
+//! gelu_erf_backward mage-001: a thread per element for dx, a thread per
+//! column for dbias, rows in order.
+//!
+//! Kernel bodies: this module (`gelu_erf_backward_elements`,
+//! `gelu_erf_backward_columns`); the element's arithmetic,
+//! [`gelu_erf_grad_with`], in
+//! [`element_gradient`](super::element_gradient), shared with mage-002
+//! (its exponents from [`normal_cdf::exponents`](crate::erf::normal_cdf::exponents),
+//! the forward stages' Φ).
+//!
+//! The plain form, written to be obviously right, in the shape of
+//! gelu_backward's mage-001. With `z = x + bias`, `gelu(z) = z·Φ(z)`, so
+//! `gelu'(z) = Φ(z) + z·φ(z)` and `dx = dy·gelu'(z)`. The first kernel
+//! gives each element a thread (the flat grid of gelu_erf mage-001) and
+//! computes both terms from one set of exponents: `erfc(|z|/√2) =
+//! u·2^p·2^q` (Φ's fit) and `e^{−z²/2} = √(2π)·φ(z) = 2^p·2^gauss_q`, the
+//! large part `2^p` common to both. On the positive side `Φ = 1 −
+//! erfc/2`, `z·φ ≥ 0` and the sum has no cancellation; on the negative
+//! side `Φ = erfc/2` and `z·φ < 0`, both carried by `2^p`, which is taken
+//! last as `2^{p/2}` twice, `dy` meeting it one factor at a time: dx stays
+//! in FP32's normal range wherever the exact value is (for `|dy| <
+//! 2^123`). The two terms cancel at gelu's minimum (z ≈ −0.7518); the
+//! error is relative to their sizes, which the tolerance's magnitudes are
+//! built from. The arithmetic and its error against f64 (within 1.1e-6 of
+//! `|dy|·(Φ + |z|φ)`) are in [`element_gradient`](super::element_gradient).
+//! The second kernel gives each column a thread that adds the column's dx,
+//! as stored, row after row: dbias is the same bits on every run, no
+//! floating-point atomics, one fixed summation order.
+//!
+//! Not yet measured on a GPU: it is the reference point later stages are
+//! judged against.
+
+pub use super::element_gradient::gelu_erf_grad_with;
+use mage_common::device::*;
+
+/// Threads per block of the element kernel.
+pub const THREADS: u32 = 256;
+/// Threads per block of the column kernel.
+pub const COLUMN_THREADS: u32 = 128;
+
+mage_common::kernel! {
+    /// Thread `i` of the flat grid writes `dx[i]`.
+    pub unsafe fn gelu_erf_backward_elements(x: *const f32, bias: *const f32, dy: *const f32, dx: *mut f32, rows: u32, width: u32) {
+        let i = block_idx_x() * THREADS + thread_idx_x();
+        if i < rows * width {
+            unsafe {
+                // SAFETY: i < rows·width, so width > 0 (drops the division-by-zero check).
+                core::hint::assert_unchecked(width > 0);
+                let z = ld_nc(x, i) + ld_nc(bias, i % width);
+                st(dx, i, gelu_erf_grad_with(z, ld_nc(dy, i), ex2_approx));
+            }
+        }
+    }
+}
+
+mage_common::kernel! {
+    /// One thread per column: `dbias[c] = Σ_r dx[r, c]`, rows in order, from
+    /// the dx the element kernel stored (written by that launch, read-only in this one).
+    pub unsafe fn gelu_erf_backward_columns(dx: *const f32, dbias: *mut f32, rows: u32, width: u32) {
+        let c = block_idx_x() * COLUMN_THREADS + thread_idx_x();
+        if c < width {
+            unsafe {
+                let mut sum = 0.0;
+                let mut r = 0;
+                while r < rows {
+                    sum += ld_nc(dx, r * width + c);
+                    r += 1;
+                }
+                st(dbias, c, sum);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
+    name: "mage-001",
+    summary: "a thread per element for dx (Φ and φ from one set of two-part exponents), a thread per column for dbias, rows in order",
+    kernels: &[&gelu_erf_backward_elements::KERNEL, &gelu_erf_backward_columns::KERNEL],
+    supports: |_| true,
+    plan: |d| {
+        use mage_common::kernel::Dim3;
+        use mage_common::op::{Arg, Launch, Plan};
+        let (rows, width) = (d[0], d[1]);
+        Plan {
+            launches: vec![
+                Launch {
+                    kernel: &gelu_erf_backward_elements::KERNEL,
+                    grid: Dim3::x((rows * width).div_ceil(THREADS)),
+                    block: Dim3::x(THREADS),
+                    shared_bytes: 0,
+                    args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)],
+                },
+                Launch {
+                    kernel: &gelu_erf_backward_columns::KERNEL,
+                    grid: Dim3::x(width.div_ceil(COLUMN_THREADS)),
+                    block: Dim3::x(COLUMN_THREADS),
+                    shared_bytes: 0,
+                    args: vec![Arg::Output(0), Arg::Output(1), Arg::U32(rows), Arg::U32(width)],
+                },
+            ],
+            scratch: vec![],
+        }
+    },
+};
