@@ -28,11 +28,15 @@ case ${PART:?} in
 checks)
   nvidia-smi --query-gpu=index,name,driver_version --format=csv > "$O/gpu.txt" 2>&1
   export MAGE_GPU_LOCK_HELD=1   # the batch below shares the GPU on purpose: nothing in it is timed but host_time, run alone after it
-  { timeout 300 python3 python/gpu_checks/torch_ops.py --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
+  { timeout 400 python3 python/gpu_checks/torch_ops.py --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
   { timeout 300 ./mage gpu-check $OPS; echo "exit $?"; } > "$O/gpu-check.txt" 2>&1 &
   for op in $OPS; do { timeout 300 ./mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
   # matmul_tn mage-004 split in slices (sanitize's own shapes give it one slice): the four tools by hand.
   { for t in memcheck racecheck synccheck initcheck; do echo "== $t matmul_tn mage-004 64,64,4096"; timeout 120 compute-sanitizer --tool $t --error-exitcode 97 ./mage run matmul_tn --stage mage-004 --dims 64,64,4096 --no-timing 2>&1 | tail -4; echo "exit ${PIPESTATUS[0]}"; done; } > "$O/sanitize-matmul_tn-split.txt" 2>&1 &
+  # layernorm_backward mage-005's wider entries (the differential and sanitize shapes reach its narrowest only), and matmul_tn mage-004 split.
+  { for d in 37,1025 19,2050 5,4096 2,4093 3,8192 2,8191 1024,2048 4096,4096 16384,4096; do echo "== layernorm_backward mage-005 $d"; timeout 40 ./mage run layernorm_backward --stage mage-005 --dims $d; echo "exit $?"; done
+    for d in 64,64,4096 32,64,4096 128,128,65536 64,128,65536 768,768,4096 256,256,16384 1024,1024,1 37,29,1500; do echo "== matmul_tn mage-004 $d"; timeout 40 ./mage run matmul_tn --stage mage-004 --dims $d; echo "exit $?"; done
+    for t in memcheck racecheck synccheck; do for d in 64,4096 19,2050 16,8192; do echo "== $t layernorm_backward mage-005 $d"; timeout 90 compute-sanitizer --tool $t --error-exitcode 97 ./mage run layernorm_backward --stage mage-005 --dims $d --no-timing 2>&1 | tail -3; echo "exit ${PIPESTATUS[0]}"; done; done; } > "$O/wide.txt" 2>&1 &
   { for op in $OPS; do for s in $(stages $op) current; do echo "== $op $s"; timeout 60 ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1 &
   wait
   unset MAGE_GPU_LOCK_HELD
@@ -49,7 +53,7 @@ torch.testing.assert_close(y, m(x)); torch.testing.assert_close(g, x.grad, atol=
 print('mage from', mage.__file__); print('ops', mage.ops()); print('mage.nn.LayerNorm forward and backward match torch.nn.LayerNorm at 4096x768')"; echo "exit $?"; cd "$B"; } > "$O/wheel.txt" 2>&1
   fi
   cd "$R"; tail -n 3 "$O/torch-ops.txt" "$O/gpu-check.txt" "$O/wheel.txt" "$O/host-time.txt"; for f in "$O"/sanitize-*.txt; do echo "$f: $(grep -c ' ok ' $f) ok, $(grep -c FAILED $f) failed, $(tail -1 $f)"; done
-  echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other";;
+  echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other"; echo "wide: $(grep -c 'exit 0' "$O/wide.txt") exit 0, $(grep -c 'exit [1-9]' "$O/wide.txt") other";;
 compare)
   ./mage compare $OPS --sweep --mode hot --at matmul:1024,1024,1024 --at matmul:4096,4096,4096 --namespace $NS > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
   f=$(find "$B" "$R" -name comparison.json -path "*$NS*" 2>/dev/null | head -1)
