@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU evidence behind results/backward-5 (and the end-to-end run, results/e2e-1), run from the checkout's root
-# with the bundle (`cargo xtask bundle`) in dist/mage; OUT names the folder
+# with the bundle (`cargo xtask bundle`) in dist/mage (or its binary and
+# fixtures only, with the wheel, `cargo xtask wheel`, in dist/); OUT names the folder
 # the logs go to, PART which batch:
 #   checks:  at once: the package's PyTorch checks (python/gpu_checks/
 #            torch_ops.py), gpu-check of the gradient and transposed ops,
@@ -18,7 +19,10 @@ O=/tmp/logs; rm -rf $O; mkdir -p $O
 trap 'tar -C $O -czf "$OUT/logs.tgz" .' EXIT
 R=$PWD
 B=$R/dist/mage
-export PYTHONUNBUFFERED=1 PYTHONPATH=$B/python:$R/python
+# The package: the bundle's, or where the bundle carries only its binary, the wheel installed into an empty folder.
+W=$(ls "$R"/dist/mage-*.whl 2>/dev/null | head -1)
+if [ -d "$B/python/mage" ]; then PY=$B/python; else rm -rf /tmp/wheel-site; python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-site "$W"; PY=/tmp/wheel-site; fi
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PY:$R/python
 [ -d "$R/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$R"/.whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
 cd "$B"
 OPS=${OPS:-"layernorm_backward gelu_backward gelu_erf_backward triangle_backward neighbor_backward matmul_nt matmul_tn gelu_erf"}
@@ -41,11 +45,10 @@ checks)
   wait
   unset MAGE_GPU_LOCK_HELD
   { timeout 120 python3 python/gpu_checks/host_time.py; echo "exit $?"; } > "$O/host-time.txt" 2>&1
-  # The wheel on its own: installed into an empty folder, no bundle on the path.
-  W=$(ls "$R"/dist/mage-*.whl 2>/dev/null | head -1)
+  # The wheel on its own: installed into an empty folder, nothing else on the path.
   if [ -n "$W" ]; then
-    { echo "wheel $(basename "$W")"; rm -rf /tmp/wheel-site; python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-site "$W" && cd /tmp &&
-      PYTHONPATH=/tmp/wheel-site python3 -c "
+    { echo "wheel $(basename "$W")"; rm -rf /tmp/wheel-only; python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-only "$W" && cd /tmp &&
+      PYTHONPATH=/tmp/wheel-only python3 -c "
 import torch, mage
 x = torch.randn(4096, 768, device='cuda', requires_grad=True); m = torch.nn.LayerNorm(768).cuda(); n = mage.nn.LayerNorm(768).cuda(); n.load_state_dict(m.state_dict())
 y = n(x); y.backward(torch.ones_like(y)); g = x.grad.clone(); x.grad = None; m(x).backward(torch.ones_like(y))
