@@ -9,7 +9,9 @@
 #            stages; then alone the host time per call (host_time.py), and
 #            the wheel (dist/mage-*.whl) installed into an empty folder.
 #   compare: compare of the gradient ops, the transposed products and
-#            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ beside them.
+#            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ and LayerNorm
+#            at 4096x768 beside them, matmul_tn at weight-gradient shapes, the
+#            new stages judged against the ones they would replace.
 #   e2e:     the end-to-end command (`mage e2e`) into namespace $E2E_NS
 #            (default e2e-1; E2E_ARGS adds flags, such as --quick).
 # Builds nothing. The logs come back as one archive, $OUT/logs.tgz.
@@ -32,7 +34,7 @@ case ${PART:?} in
 checks)
   nvidia-smi --query-gpu=index,name,driver_version --format=csv > "$O/gpu.txt" 2>&1
   export MAGE_GPU_LOCK_HELD=1   # the batch below shares the GPU on purpose: nothing in it is timed but host_time, run alone after it
-  { timeout 400 python3 python/gpu_checks/torch_ops.py --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
+  { timeout 400 python3 "$R/python/gpu_checks/torch_ops.py" --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1 &
   { timeout 300 ./mage gpu-check $OPS; echo "exit $?"; } > "$O/gpu-check.txt" 2>&1 &
   for op in $OPS; do { timeout 300 ./mage sanitize $op; echo "exit $?"; } > "$O/sanitize-$op.txt" 2>&1 & done
   # matmul_tn mage-004 split in slices (sanitize's own shapes give it one slice): the four tools by hand.
@@ -44,7 +46,7 @@ checks)
   { for op in $OPS; do for s in $(stages $op) current; do echo "== $op $s"; timeout 60 ./mage run $op --stage $s; echo "exit $?"; done; done; } > "$O/run.txt" 2>&1 &
   wait
   unset MAGE_GPU_LOCK_HELD
-  { timeout 120 python3 python/gpu_checks/host_time.py; echo "exit $?"; } > "$O/host-time.txt" 2>&1
+  { timeout 120 python3 "$R/python/gpu_checks/host_time.py"; echo "exit $?"; } > "$O/host-time.txt" 2>&1
   # The wheel on its own: installed into an empty folder, nothing else on the path.
   if [ -n "$W" ]; then
     { echo "wheel $(basename "$W")"; rm -rf /tmp/wheel-only; python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-only "$W" && cd /tmp &&
@@ -58,9 +60,13 @@ print('mage from', mage.__file__); print('ops', mage.ops()); print('mage.nn.Laye
   cd "$R"; tail -n 3 "$O/torch-ops.txt" "$O/gpu-check.txt" "$O/wheel.txt" "$O/host-time.txt"; for f in "$O"/sanitize-*.txt; do echo "$f: $(grep -c ' ok ' $f) ok, $(grep -c FAILED $f) failed, $(tail -1 $f)"; done
   echo "run: $(grep -c 'exit 0' "$O/run.txt") exit 0, $(grep -c 'exit [1-9]' "$O/run.txt") other"; echo "wide: $(grep -c 'exit 0' "$O/wide.txt") exit 0, $(grep -c 'exit [1-9]' "$O/wide.txt") other";;
 compare)
-  ./mage compare $OPS --sweep --mode hot --at matmul:1024,1024,1024 --at matmul:4096,4096,4096 --namespace $NS > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
+  timeout ${COMPARE_LIMIT:-570} ./mage compare $OPS --sweep --mode hot --at matmul:1024,1024,1024 --at matmul:4096,4096,4096 --at layernorm:4096,768 \
+    --at matmul_tn:64,64,4096 --at matmul_tn:128,128,65536 --at matmul_tn:64,128,65536 --at matmul_tn:768,768,4096 \
+    --judge layernorm_backward:mage-005:mage-003 --judge matmul_tn:mage-004:mage-001 --judge matmul_tn:mage-004:mage-002 \
+    --namespace $NS > "$O/compare.txt" 2>&1; echo "exit $?" >> "$O/compare.txt"
   f=$(find "$B" "$R" -name comparison.json -path "*$NS*" 2>/dev/null | head -1)
-  [ -n "$f" ] && cp "$f" "$O/comparison.json" && cp "$(dirname "$f")/comparison.md" "$O/comparison.md"
+  [ -z "$f" ] && f=$(find /tmp -name comparison.json -path "*mage-compare-$NS*" 2>/dev/null | head -1)   # a stopped run's partial evidence
+  [ -n "$f" ] && cp "$f" "$O/comparison.json" && cp "$(dirname "$f")"/*.md "$(dirname "$f")"/manifest.json "$O/" 2>/dev/null
   cd "$R"; tail -n 3 "$O/compare.txt";;
 e2e)
   timeout ${E2E_LIMIT:-540} ./mage e2e --namespace ${E2E_NS:-e2e-1} ${E2E_ARGS:-} > "$O/e2e.txt" 2>&1; echo "exit $?" >> "$O/e2e.txt"
