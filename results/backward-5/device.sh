@@ -12,6 +12,8 @@
 #            gelu_erf in namespace $NS, matmul at 1024³ and 4096³ and LayerNorm
 #            at 4096x768 beside them, matmul_tn at weight-gradient shapes, the
 #            new stages judged against the ones they would replace.
+#   final:   host time per call, the end-to-end run (both alone), then the
+#            package's checks.
 #   e2e:     the end-to-end command (`mage e2e`) into namespace $E2E_NS
 #            (default e2e-1; E2E_ARGS adds flags, such as --quick).
 # Builds nothing. The logs come back as one archive, $OUT/logs.tgz.
@@ -72,4 +74,11 @@ e2e)
   timeout ${E2E_LIMIT:-540} ./mage e2e --namespace ${E2E_NS:-e2e-1} ${E2E_ARGS:-} > "$O/e2e.txt" 2>&1; echo "exit $?" >> "$O/e2e.txt"
   d=$B/results/${E2E_NS:-e2e-1}; [ -d "$d" ] && cp "$d"/* "$O/"
   cd "$R"; tail -n 5 "$O/e2e.txt";;
+final)
+  # Timed parts alone, one after another: host time per call, the end-to-end run; then the package's checks (not timed).
+  { timeout 60 python3 "$R/python/gpu_checks/host_time.py"; echo "exit $?"; } > "$O/host-time.txt" 2>&1
+  timeout ${E2E_LIMIT:-280} ./mage e2e --namespace ${E2E_NS:-e2e-1} ${E2E_ARGS:-} > "$O/e2e.txt" 2>&1; echo "exit $?" >> "$O/e2e.txt"
+  d=$B/results/${E2E_NS:-e2e-1}; [ -d "$d" ] && cp "$d"/* "$O/"
+  { timeout ${CHECKS_LIMIT:-220} python3 "$R/python/gpu_checks/torch_ops.py" --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1
+  cd "$R"; tail -n 4 "$O/e2e.txt" "$O/torch-ops.txt"; grep INFO "$O/host-time.txt" | cut -c1-120;;
 esac
