@@ -77,8 +77,8 @@ e2e)
 final)
   # Timed parts alone, one after another: host time per call, the end-to-end run; then the package's checks (not timed).
   { timeout 60 python3 "$R/python/gpu_checks/host_time.py"; echo "exit $?"; } > "$O/host-time.txt" 2>&1
-  timeout ${E2E_LIMIT:-280} ./mage e2e --namespace ${E2E_NS:-e2e-1} ${E2E_ARGS:-} > "$O/e2e.txt" 2>&1; echo "exit $?" >> "$O/e2e.txt"
-  d=$B/results/${E2E_NS:-e2e-1}; [ -d "$d" ] && cp "$d"/* "$O/"
+  # The harness itself (what `mage e2e` runs), so that a stopped run leaves what it measured; `cargo xtask e2e --from` keeps it.
+  { timeout ${E2E_LIMIT:-280} python3 -m mage_e2e --out "$O/e2e.json" ${E2E_ARGS:-}; echo "exit $?"; } > "$O/e2e.txt" 2>&1
   { timeout ${CHECKS_LIMIT:-220} python3 "$R/python/gpu_checks/torch_ops.py" --no-host-time; echo "exit $?"; } > "$O/torch-ops.txt" 2>&1
   cd "$R"; tail -n 4 "$O/e2e.txt" "$O/torch-ops.txt"; grep INFO "$O/host-time.txt" | cut -c1-120;;
 esac

@@ -31,6 +31,10 @@ pub struct E2eArgs {
     /// The Python with torch.
     #[arg(long, default_value = "python3")]
     pub python: String,
+    /// Keep the evidence of a harness run made elsewhere (`python -m
+    /// mage_e2e --out FILE` on a GPU machine) instead of running it here.
+    #[arg(long = "from")]
+    pub from: Option<std::path::PathBuf>,
 }
 
 pub const PARTS: [&str; 4] = ["mlp", "gnn", "triangle", "train"];
@@ -46,6 +50,12 @@ pub fn e2e(a: &E2eArgs) -> Result<(), String> {
     let out_dir = crate::outputs::namespace_dir(&crate::compare::results_root(), &a.namespace)?;
     crate::outputs::check_evidence(&out_dir.join("e2e.json"), a.force)?;
     crate::outputs::check_writable(&out_dir, "--namespace")?;
+    if let Some(from) = &a.from {
+        let text = crate::outputs::read_text(from, Some("--from"))?;
+        let evidence: Value = serde_json::from_str(&text).map_err(|e| format!("--from {}: {e}", from.display()))?;
+        let complete = evidence["complete"].as_bool() == Some(true);
+        return keep(a, &out_dir, evidence, complete, "the harness run it holds was not complete".into());
+    }
     crate::compare::check_program(&a.python)?;
     let _lock = crate::lock::GpuLock::acquire("e2e")?;
     let python_path = crate::compare::python_path()?;
@@ -62,16 +72,22 @@ pub fn e2e(a: &E2eArgs) -> Result<(), String> {
     }
     let status = cmd.status().map_err(|e| format!("{}: {e} (see `doctor`, line `python3`)", a.python))?;
     let text = crate::outputs::read_text(&temp, None).map_err(|e| format!("{e} (the harness exited {status})"))?;
-    let mut evidence: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", temp.display()))?;
-    evidence["namespace"] = Value::from(a.namespace.as_str());
+    let evidence: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", temp.display()))?;
+    let _ = std::fs::remove_file(&temp);
     let complete = status.success() && evidence["complete"].as_bool() == Some(true);
-    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    keep(a, &out_dir, evidence, complete, format!("the end-to-end harness stopped ({status})"))
+}
+
+/// Writes the evidence under `out_dir`: `e2e.json`, `e2e.md` and
+/// `loss.svg` when complete, `e2e.partial.json` (and an error) when not.
+fn keep(a: &E2eArgs, out_dir: &Path, mut evidence: Value, complete: bool, why: String) -> Result<(), String> {
+    evidence["namespace"] = Value::from(a.namespace.as_str());
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let name = if complete { "e2e.json" } else { "e2e.partial.json" };
     write_atomic(&out_dir.join(name), serde_json::to_string_pretty(&evidence).unwrap().as_bytes())?;
-    let _ = std::fs::remove_file(&temp);
     if !complete {
         return Err(format!(
-            "the end-to-end harness stopped ({status}): {}; what ran is in {}",
+            "{why}: {}; what ran is in {}",
             evidence["failures"].as_array().and_then(|f| f.last()).map_or("no failure recorded".into(), |f| f.to_string()),
             out_dir.join(name).display()
         ));
