@@ -146,19 +146,29 @@ fn best<'a>(impls: &'a Value, prefix: &str, key: &str) -> Option<(f64, &'a str)>
 /// time per step), `wall` (wall time per step), `errors` (against
 /// float64) or `training`.
 pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
-    let rows = e["workloads"].as_array().ok_or("the evidence has no workloads")?;
+    table_of(e, view, None)
+}
+
+/// [`table`] of the workloads of these blocks only (`mlp`, `gnn`,
+/// `triangle`), all where `None`.
+pub fn table_of(e: &Value, view: &str, blocks: Option<&[String]>) -> Result<Vec<String>, String> {
+    let all = e["workloads"].as_array().ok_or("the evidence has no workloads")?;
+    let rows: Vec<&Value> = all.iter().filter(|r| blocks.is_none_or(|b| b.iter().any(|x| Some(x.as_str()) == r["name"].as_str()))).collect();
+    if rows.is_empty() && view != "training" {
+        return Err("no workload of those blocks in the evidence".into());
+    }
     let mut out = vec![];
     let head = |cols: &[String]| vec![format!("| {} |", cols.join(" | ")), format!("|{}", "---|".repeat(cols.len()))];
     match view {
         "kernel" | "wall" => {
             let key = if view == "kernel" { "kernel_us" } else { "wall_us" };
-            let present: Vec<&(&str, &str)> = IMPLS.iter().filter(|(k, _)| rows.iter().any(|r| !r["impls"][k].is_null())).collect();
+            let present: Vec<&(&str, &str)> = IMPLS.iter().filter(|(k, _)| rows.iter().any(|r| !r["impls"][*k].is_null())).collect();
             let mut cols = vec!["block".to_string(), "shape".into(), "step".into()];
             cols.extend(present.iter().map(|(_, l)| l.to_string()));
             cols.push("best Mage / best PyTorch".into());
             cols.push("Mage / torch.compile".into());
             out.extend(head(&cols));
-            for r in rows {
+            for r in &rows {
                 let i = &r["impls"];
                 let mut line = vec![
                     r["name"].as_str().unwrap_or("?").to_string(),
@@ -189,7 +199,7 @@ pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
                     .map(|s| s.to_string())
                     .collect();
             out.extend(head(&cols));
-            for r in rows {
+            for r in &rows {
                 let i = &r["impls"];
                 let worst = |k: &str| us(&i[k]["worst_error"]);
                 let which = i["mage"]["errors"]

@@ -466,7 +466,7 @@ fn render(root: &Path, r: &Request) -> Result<Vec<String>, String> {
         "verdicts" => render_verdicts(&e, r),
         "errors" => render_errors(&e, r),
         "headline" => render_headline(&e, r),
-        "e2e" => crate::e2e::table(&e, r.options.get("view").map_or("kernel", String::as_str)),
+        "e2e" => crate::e2e::table_of(&e, r.options.get("view").map_or("kernel", String::as_str), list(&r.options, "blocks").as_deref()),
         k => Err(format!("unknown table kind `{k}` (sweep, stage, compare, verdicts, errors, headline, e2e)")),
     }
     .map_err(|e| format!("{}: {e}", r.path))

@@ -27,8 +27,9 @@
 //! as stored, row after row: dbias is the same bits on every run, no
 //! floating-point atomics, one fixed summation order.
 //!
-//! Not yet measured on a GPU: it is the reference point later stages are
-//! judged against.
+//! The reference point later stages are judged against: 155.89 µs at
+//! 4096x768 (`results/backward-5`, CUPTI kernel time, hot L2), the
+//! column pass's 768 threads walking 4096 rows each.
 
 pub use super::element_gradient::gelu_erf_grad_with;
 use mage_common::device::*;

@@ -50,7 +50,25 @@
 //! `ex2.approx` against one, the fit's ten FMAs), which four blocks of
 //! eight warps an SM should still hide under the loads in flight.
 //!
-//! Not yet measured on a GPU.
+//! Measured (`results/backward-5`, one H200, CUPTI kernel time, hot L2):
+//! 12.83 µs at 4096x768 against mage-001's 155.89 (0.082), and within a
+//! few percent of gelu_backward mage-002's `results/backward-3` times at
+//! the sweep shapes, as predicted (24.74, 42.48, 200.72 and 7.57 µs at
+//! 8192x768, 4096x3072, 16384x4096 and 1000x1001): the element's extra
+//! arithmetic hides under the loads. Against PyTorch: FASTER than
+//! torch.compile at four shapes, SLOWER at 1000x1001 (7.57 against
+//! 6.74), where the two launches and a one-wave grid of a 4 MB problem
+//! cost more than the bytes.
+//!
+//! <!-- mage:table compare results/backward-5/comparison.json ops=gelu_erf_backward -->
+//! | op | workload | Mage current | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|
+//! | gelu_erf_backward | 4096x768 | **12.81** (2) mage-002 | 18.18 (2) | 14.27 (3) | 16.17 | 0.79 |
+//! | gelu_erf_backward | 8192x768 | **24.74** (2) mage-002 | 34.25 (2) | 26.28 (3) | 29.27 | 0.85 |
+//! | gelu_erf_backward | 4096x3072 | **42.48** (2) mage-002 | 56.51 (2) | 50.90 (3) | 50.34 | 0.84 |
+//! | gelu_erf_backward | 16384x4096 | **200.72** (2) mage-002 | 257.74 (2) | 247.55 (3) | 253.72 | 0.79 |
+//! | gelu_erf_backward | 1000x1001 | 7.57 (2) mage-002 | 9.54 (2) | **6.74** (3) | 14.54 | 0.52 |
+//! <!-- /mage:table -->
 
 use super::element_gradient::gelu_erf_grad_with;
 use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS, column_total, group_total, publish_quads};

@@ -103,7 +103,38 @@
 //!   partials; not what it is for): ~15 and ~29 µs against mage-003's
 //!   20.46 and 39.19.
 //!
-//! Measured: not yet measured on a GPU.
+//! Measured (`results/backward-5`, one H200, CUPTI kernel time, hot L2,
+//! every stage at the default dims, `current`, mage-003 and this stage at
+//! the sweep shapes, one session): about twice mage-003's speed at width
+//! 4096 (213.63 µs at 16384x4096, 1.11x the copy floor, within the 1.2x
+//! the gradient's target asks, and level with torch.compile's 221.76;
+//! 59.16 at 4096x4096 against compile's 104.23), 0.79x mage-003 at
+//! 1024x2048 (11.36, level with eager's 11.24), 0.84x at 8192x768, and
+//! level with it at 4096x768 (19.44 against 18.89), so `current` takes it
+//! for rows wider than 768 or more than 4096 of them. The prediction held
+//! at width 4096 (220 and 60 predicted) and missed at the narrower shapes
+//! (7 predicted at 1024x2048, 15 at 4096x768): there the totals kernel and
+//! the chunks' fill, not the ring, set the time.
+//!
+//! <!-- mage:table compare results/backward-5/comparison.json ops=layernorm_backward stages=mage-003,mage-005 -->
+//! | op | workload | Mage current | rust mage-003 | rust mage-005 | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|---|---|
+//! | layernorm_backward | 4096x768 | 19.73 (2) mage-003 | **18.89** (2) | 19.44 (2) | 24.29 (2) | 23.20 (4) | 13.29 | 1.48 |
+//! | layernorm_backward | 8192x768 | 39.73 (2) mage-003 | 39.62 (2) | **33.26** (2) | 62.32 (2) | 45.37 (3) | 23.09 | 1.72 |
+//! | layernorm_backward | 1024x2048 | 14.10 (2) mage-003 | 13.99 (2) | 11.36 (2) | **11.24** (2) | 15.91 (4) | 8.35 | 1.69 |
+//! | layernorm_backward | 4096x4096 | 116.13 (2) mage-003 | 115.96 (2) | **59.16** (2) | 116.50 (2) | 104.23 (4) | 50.38 | 2.30 |
+//! | layernorm_backward | 16384x4096 | 433.34 (2) mage-003 | 433.73 (2) | **213.63** (2) | 434.02 (2) | 221.76 (3) | 192.73 | 2.25 |
+//! <!-- /mage:table -->
+//!
+//! <!-- mage:table verdicts results/backward-5/comparison.json ops=layernorm_backward a=mage-005 -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | layernorm_backward | 4096x768 | hot | kernel time | rust mage-005 | rust mage-003 | 1.019 [1.018, 1.022] | SAME |
+//! | layernorm_backward | 8192x768 | hot | kernel time | rust mage-005 | rust mage-003 | 0.838 [0.837, 0.839] | FASTER |
+//! | layernorm_backward | 1024x2048 | hot | kernel time | rust mage-005 | rust mage-003 | 0.792 [0.790, 0.794] | FASTER |
+//! | layernorm_backward | 4096x4096 | hot | kernel time | rust mage-005 | rust mage-003 | 0.509 [0.507, 0.510] | FASTER |
+//! | layernorm_backward | 16384x4096 | hot | kernel time | rust mage-005 | rust mage-003 | 0.495 [0.493, 0.495] | FASTER |
+//! <!-- /mage:table -->
 
 use super::quads::{each, load_quad, masked};
 use mage_common::device::*;

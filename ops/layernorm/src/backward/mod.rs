@@ -14,7 +14,7 @@
 //! | [`mage_001`] | a block per row for dx (statistics recomputed), a thread per column for dgamma and dbeta |
 //! | [`mage_002`] | mage-001's dx; the column sums split over chunks of rows, then the chunks summed in order |
 //! | [`mage_003`] | one pass: a block per chunk of rows, rows held in registers (statistics recomputed), dgamma and dbeta partials in registers, then the chunks added in order by a short second kernel |
-//! | [`mage_005`] | mage-003's one pass, rows streamed through a three-row `cp.async` ring in shared memory (two to four rows in flight an SM), the statistics and both row sums from one merge of the warps' centred parts: one barrier a row; widths up to 8192; not yet measured |
+//! | [`mage_005`] | mage-003's one pass, rows streamed through a three-row `cp.async` ring in shared memory (two to four rows in flight an SM), the statistics and both row sums from one merge of the warps' centred parts: one barrier a row; widths up to 8192; `current` for rows wider than 768 or more than 4096 of them (measured in `results/backward-5`) |
 //! | [`row_gradient`] | the kernel body of mage-001's and mage-002's dx: a block per row |
 //! | [`held_gradient`] | the kernel body of mage-003's gradient (its `SAVED` path, statistics read instead of recomputed, is the removed mage-004's: see `docs/attempts.md`) |
 //! | [`quads`] | a thread's quads of a row (mage-003's and mage-005's): loads, stores and masks, 16-byte where the width allows |
@@ -121,6 +121,18 @@ mod host {
         ]
     }
 
+    /// The stage `current` runs for these dims (see the dispatcher's note).
+    pub fn choose(d: &[u32]) -> &'static Stage {
+        let (rows, width) = (d[0], d[1]);
+        if (width > 768 || rows > 4096) && (mage_005::STAGE.supports)(d) {
+            &mage_005::STAGE
+        } else if (mage_003::STAGE.supports)(d) {
+            &mage_003::STAGE
+        } else {
+            &mage_002::STAGE
+        }
+    }
+
     /// The registry: every stage, oldest first.
     pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_005::STAGE];
 
@@ -155,14 +167,12 @@ mod host {
         },
         stages: &STAGES,
         outside_contract: &[],
-        // mage-003 wherever its held rows reach (width up to 4096): one
-        // pass over x and dy, where mage-002 reads them twice and dx's
-        // kernel is a block per row (measured: `results/backward-3`).
-        // mage-002 beyond.
-        current: Dispatcher {
-            summary: "mage-003 up to width 4096, mage-002 beyond",
-            reads: &[],
-            choose: |d, _| if (mage_003::STAGE.supports)(d) { &mage_003::STAGE } else { &mage_002::STAGE },
-        },
+        // mage-005 for rows wider than 768 or more than 4096 of them, up to
+        // width 8192; mage-003 elsewhere; mage-002 beyond 8192. Measured
+        // (`results/backward-5`, kernel-time verdicts): mage-005 against
+        // mage-003 FASTER at 8192x768 (0.838), 1024x2048 (0.792),
+        // 4096x4096 (0.509) and 16384x4096 (0.495), SAME at 4096x768
+        // (1.019), where mage-003 stays.
+        current: Dispatcher { summary: "mage-005 for width > 768 or rows > 4096 (to width 8192), else mage-003; mage-002 beyond", reads: &[], choose: |d, _| choose(d) },
     };
 }

@@ -107,7 +107,60 @@
 //!
 //! ## Measured
 //!
-//! Measured: not yet measured on a GPU.
+//! `results/backward-5` (one H200, CUPTI kernel time, hot L2, one
+//! session, A-B-B-A verdicts on kernel time): at the weight-gradient
+//! shapes it is what the prediction said or better: 9.42 µs at
+//! (64,64,4096) (7-10 predicted; mage-001 100.24, torch 8.08), 46.52 at
+//! (128,128,65536) (34-40 predicted; torch 56.24), 27.30 at (64,128,65536)
+//! (18-22 predicted; torch 38.57), 105.74 at (768,768,4096) (80-95
+//! predicted; mage-002 124.51, torch 105.12), and 10.31 at 512³ against
+//! mage-002's 17.99. With one slice (mage-003's product) it is 1.12x
+//! mage-002 at 1024³ and 1.55x at 2048³ and 4096³, and at 1000x1037x999
+//! (272 tiles, four slices) 1.15x: `current` takes it where it splits k
+//! over fewer than two waves of tiles (`super::current`). Its error
+//! against f64 was below mage-002's everywhere (2.1e-5 against 1.1e-4 at
+//! (128,128,65536)): the slices shorten each FP32 chain.
+//!
+//! <!-- mage:table compare results/backward-5/comparison.json ops=matmul_tn stages=mage-001,mage-002,mage-004 -->
+//! | op | workload | Mage current | rust mage-001 | rust mage-002 | rust mage-004 | torch | torch_compile | floor | Mage / floor |
+//! |---|---|---|---|---|---|---|---|---|---|
+//! | matmul_tn | 1024x1024x1024 | **33.84** (2) mage-002 | 359.30 | 33.88 (2) | 37.85 | 51.74 (2) | 52.01 (2) | 42.08 | 0.80 |
+//! | matmul_tn | 256x256x256 | 7.91 mage-001 | 7.91 | 10.38 (2) | 8.72 (2) | **5.57** (2) | 5.57 (2) | 9.11 | 0.87 |
+//! | matmul_tn | 512x512x512 | 17.99 (2) mage-002 | 48.87 | 18.00 (2) | **10.31** (2) | 12.44 (2) | 12.50 (2) | 6.94 | 2.59 |
+//! | matmul_tn | 2048x2048x2048 | **206.15** (2) mage-002 | 2766 | 207.52 (2) | 321.89 | 329.25 | 328.45 | 336.63 | 0.61 |
+//! | matmul_tn | 4096x4096x4096 | **1646** (2) mage-002 | 21982 | 1648 (2) | 2556 | 2649 | 2649 | 2693 | 0.61 |
+//! | matmul_tn | 1000x1037x999 | 74.89 (2) mage-002 | 355.93 | 73.96 (2) | 86.54 (2) | **55.05** | 55.28 | 40.60 | 1.84 |
+//! | matmul_tn | 64x64x4096 | 100.24 mage-001 | 100.21 | 124.11 (2) | 9.42 (2) | 8.08 (2) | **8.03** (2) | 6.33 | 15.84 |
+//! | matmul_tn | 128x128x65536 | 2687 mage-001 | 2680 | 1836 (2) | **46.52** (2) | 56.24 (2) | 56.38 (2) | 42.08 | 63.85 |
+//! | matmul_tn | 64x128x65536 | 2673 mage-001 | 2673 | 1831 (2) | **27.30** (2) | 38.57 (2) | 38.77 (2) | 21.04 | 127.05 |
+//! | matmul_tn | 768x768x4096 | 124.51 (2) mage-002 | 818.42 | 124.47 (2) | 105.74 (2) | **105.12** (2) | 105.12 (2) | 94.68 | 1.32 |
+//! <!-- /mage:table -->
+//!
+//! <!-- mage:table verdicts results/backward-5/comparison.json ops=matmul_tn a=mage-004 -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul_tn | 1024x1024x1024 | hot | kernel time | rust mage-004 | rust mage-003 | 0.984 [0.983, 0.985] | SAME |
+//! | matmul_tn | 1024x1024x1024 | hot | kernel time | rust mage-004 | rust mage-001 | 0.105 [0.105, 0.105] | FASTER |
+//! | matmul_tn | 1024x1024x1024 | hot | kernel time | rust mage-004 | rust mage-002 | 1.116 [1.115, 1.121] | SLOWER |
+//! | matmul_tn | 256x256x256 | hot | kernel time | rust mage-004 | rust mage-001 | 1.101 [1.101, 1.105] | SLOWER |
+//! | matmul_tn | 256x256x256 | hot | kernel time | rust mage-004 | rust mage-002 | 0.838 [0.837, 0.840] | FASTER |
+//! | matmul_tn | 512x512x512 | hot | kernel time | rust mage-004 | rust mage-001 | 0.211 [0.211, 0.212] | FASTER |
+//! | matmul_tn | 512x512x512 | hot | kernel time | rust mage-004 | rust mage-002 | 0.574 [0.574, 0.575] | FASTER |
+//! | matmul_tn | 2048x2048x2048 | hot | kernel time | rust mage-004 | rust mage-001 | 0.115 [0.115, 0.116] | FASTER |
+//! | matmul_tn | 2048x2048x2048 | hot | kernel time | rust mage-004 | rust mage-002 | 1.553 [1.552, 1.556] | SLOWER |
+//! | matmul_tn | 4096x4096x4096 | hot | kernel time | rust mage-004 | rust mage-001 | 0.116 [0.115, 0.116] | FASTER |
+//! | matmul_tn | 4096x4096x4096 | hot | kernel time | rust mage-004 | rust mage-002 | 1.551 [1.542, 1.559] | SLOWER |
+//! | matmul_tn | 1000x1037x999 | hot | kernel time | rust mage-004 | rust mage-001 | 0.242 [0.242, 0.243] | FASTER |
+//! | matmul_tn | 1000x1037x999 | hot | kernel time | rust mage-004 | rust mage-002 | 1.149 [1.143, 1.150] | SLOWER |
+//! | matmul_tn | 64x64x4096 | hot | kernel time | rust mage-004 | rust mage-001 | 0.096 [0.096, 0.096] | FASTER |
+//! | matmul_tn | 64x64x4096 | hot | kernel time | rust mage-004 | rust mage-002 | 0.079 [0.079, 0.079] | FASTER |
+//! | matmul_tn | 128x128x65536 | hot | kernel time | rust mage-004 | rust mage-001 | 0.017 [0.017, 0.017] | FASTER |
+//! | matmul_tn | 128x128x65536 | hot | kernel time | rust mage-004 | rust mage-002 | 0.025 [0.025, 0.025] | FASTER |
+//! | matmul_tn | 64x128x65536 | hot | kernel time | rust mage-004 | rust mage-001 | 0.010 [0.010, 0.010] | FASTER |
+//! | matmul_tn | 64x128x65536 | hot | kernel time | rust mage-004 | rust mage-002 | 0.015 [0.015, 0.015] | FASTER |
+//! | matmul_tn | 768x768x4096 | hot | kernel time | rust mage-004 | rust mage-001 | 0.129 [0.129, 0.129] | FASTER |
+//! | matmul_tn | 768x768x4096 | hot | kernel time | rust mage-004 | rust mage-002 | 0.850 [0.849, 0.850] | FASTER |
+//! <!-- /mage:table -->
 
 use crate::tf32x3::{AKByM, Rows64, body};
 #[cfg(not(target_arch = "nvptx64"))]
