@@ -153,7 +153,8 @@ pub fn table(e: &Value, view: &str) -> Result<Vec<String>, String> {
 /// `triangle`), all where `None`.
 pub fn table_of(e: &Value, view: &str, blocks: Option<&[String]>) -> Result<Vec<String>, String> {
     let all = e["workloads"].as_array().ok_or("the evidence has no workloads")?;
-    let rows: Vec<&Value> = all.iter().filter(|r| blocks.is_none_or(|b| b.iter().any(|x| Some(x.as_str()) == r["name"].as_str()))).collect();
+    let rows: Vec<&Value> =
+        all.iter().filter(|r| blocks.is_none_or(|b| b.iter().any(|x| Some(x.as_str()) == r["name"].as_str()))).collect();
     if rows.is_empty() && view != "training" {
         return Err("no workload of those blocks in the evidence".into());
     }

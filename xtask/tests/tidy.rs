@@ -253,7 +253,10 @@ fn the_readme_is_a_front_page() {
     let readme = read(&root().join("README.md"));
     let tables = readme.matches("<!-- mage:table ").count();
     let e2e = readme.matches("<!-- mage:table e2e ").count();
-    assert!(tables - e2e <= 1 && e2e <= 1, "the README renders {tables} tables: its headline table and the end-to-end step times; the others belong in docs/");
+    assert!(
+        tables - e2e <= 1 && e2e <= 1,
+        "the README renders {tables} tables: its headline table and the end-to-end step times; the others belong in docs/"
+    );
     assert!(readme.len() < 12_000, "the README is {} bytes: long tables and prose belong in docs/", readme.len());
     for link in ["docs/operations.md", "docs/comparison.md", "docs/running.md", "CONTRIBUTING.md", "ARCHITECTURE.md"] {
         assert!(readme.contains(&format!("]({link})")), "the README does not link {link}");

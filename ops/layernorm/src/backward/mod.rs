@@ -173,6 +173,10 @@ mod host {
         // mage-003 FASTER at 8192x768 (0.838), 1024x2048 (0.792),
         // 4096x4096 (0.509) and 16384x4096 (0.495), SAME at 4096x768
         // (1.019), where mage-003 stays.
-        current: Dispatcher { summary: "mage-005 for width > 768 or rows > 4096 (to width 8192), else mage-003; mage-002 beyond", reads: &[], choose: |d, _| choose(d) },
+        current: Dispatcher {
+            summary: "mage-005 for width > 768 or rows > 4096 (to width 8192), else mage-003; mage-002 beyond",
+            reads: &[],
+            choose: |d, _| choose(d),
+        },
     };
 }
