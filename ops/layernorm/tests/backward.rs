@@ -145,20 +145,24 @@ fn the_held_row_stages_across_entries_chunks_and_tails() {
     }
 }
 
-/// Past the widest held row, mage-003 refuses and `current`
-/// takes mage-002; up to it, mage-003.
+/// `current`: mage-005 for rows wider than 768 or more than 4096 of them
+/// (to its widest, 8192), mage-003 elsewhere, mage-002 past 8192.
 #[test]
-fn current_takes_mage_002_past_the_widest_held_row() {
-    use mage_layernorm::backward::{mage_002, mage_003};
-    for w in [4097u32, 8192] {
-        assert!(!(mage_003::STAGE.supports)(&[4, w]));
-        assert_eq!(BACKWARD.dispatch(&[4, w], &inputs(4, w, 0.0, 1.0, 1.0, 1)).name, mage_002::STAGE.name);
+fn current_takes_mage_005_wide_or_long_mage_003_elsewhere_mage_002_past_8192() {
+    use mage_layernorm::backward::{mage_002, mage_003, mage_005};
+    let pick = |r: u32, w: u32| BACKWARD.dispatch(&[r, w], &inputs(r, w, 0.0, 1.0, 1.0, 1)).name;
+    for (r, w) in [(4, 769), (4, 2048), (4, 4097), (4, 8192), (4097, 768), (8192, 64)] {
+        assert_eq!(pick(r, w), mage_005::STAGE.name, "{r}x{w}");
     }
-    for w in [1u32, 3, 768, 4096] {
-        assert_eq!(BACKWARD.dispatch(&[4, w], &inputs(4, w, 0.0, 1.0, 1.0, 1)).name, mage_003::STAGE.name);
+    for (r, w) in [(4, 1), (4, 3), (4, 768), (4096, 768), (4096, 64)] {
+        assert_eq!(pick(r, w), mage_003::STAGE.name, "{r}x{w}");
     }
-    let x = inputs(3, 4100, 0.0, 1.0, 1.0, 3);
-    check_current(&BACKWARD, &[3, 4100], &x).unwrap();
+    for w in [8193u32, 10000] {
+        assert!(!(mage_003::STAGE.supports)(&[4, w]) && !(mage_005::STAGE.supports)(&[4, w]));
+        assert_eq!(pick(4, w), mage_002::STAGE.name, "4x{w}");
+    }
+    let x = inputs(3, 8200, 0.0, 1.0, 1.0, 3);
+    check_current(&BACKWARD, &[3, 8200], &x).unwrap();
 }
 
 /// The chunk rule at the sweep shapes: the entry, rows per chunk and chunks.
