@@ -4,7 +4,10 @@
 //! it, generic over an [`ElementGradient`]:
 //!
 //! * [`columns`]: each op's mage-001, a thread per element for dx and a
-//!   thread per column for dbias, rows in order.
+//!   thread per column for dbias, rows in order;
+//! * [`tiles`]: each op's mage-002, a block per column tile and chunk of
+//!   rows writing dx and its partial dbias row, then the chunks added in
+//!   order.
 //!
 //! Each stage declares its own `kernel!` entries (their names are the
 //! op's) calling these bodies with its op's element
@@ -16,6 +19,7 @@
 //! changes a body takes a module of its own.
 
 pub mod columns;
+pub mod tiles;
 
 /// The gradient of one element, `dy·gelu'(z)` with `z = x + bias` as the
 /// kernel rounded it: the one thing the shared bodies leave to the op.
