@@ -29,6 +29,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod backward;
+pub mod bias_gradient;
 pub mod erf;
 pub mod erf_backward;
 pub mod mage_001;

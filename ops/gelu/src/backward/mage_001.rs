@@ -1,9 +1,12 @@
 //! gelu_backward mage-001: a thread per element for dx, a thread per
 //! column for dbias, rows in order.
 //!
-//! Kernel bodies: this module (`gelu_backward_elements`,
-//! `gelu_backward_columns`); the element's arithmetic, [`gelu_grad_with`],
-//! in [`element_gradient`](super::element_gradient), shared with mage-002
+//! Kernel body: [`crate::bias_gradient::columns`] (`elements` and
+//! `columns`, shared with gelu_erf_backward mage-001; frozen history), of
+//! which this module declares the entries `gelu_backward_elements` and
+//! `gelu_backward_columns`; the element's arithmetic, [`gelu_grad_with`]
+//! (as [`TanhGradient`]), in
+//! [`element_gradient`](super::element_gradient), shared with mage-002
 //! (its constants `A0` and `A1` in the crate root, shared with the forward
 //! stages, and `W0` and `W1` in [`backward`](super)).
 //!
@@ -59,26 +62,15 @@
 //! Not measured yet: it is the reference point later stages are judged
 //! against.
 
+use super::element_gradient::TanhGradient;
 pub use super::element_gradient::{W_CLAMP, gelu_grad_with};
-use mage_common::device::*;
-
-/// Threads per block of the element kernel.
-pub const THREADS: u32 = 256;
-/// Threads per block of the column kernel.
-pub const COLUMN_THREADS: u32 = 128;
+pub use crate::bias_gradient::columns::{COLUMN_THREADS, THREADS};
+use crate::bias_gradient::columns::{columns, elements};
 
 mage_common::kernel! {
     /// Thread `i` of the flat grid writes `dx[i]`.
     pub unsafe fn gelu_backward_elements(x: *const f32, bias: *const f32, dy: *const f32, dx: *mut f32, rows: u32, width: u32) {
-        let i = block_idx_x() * THREADS + thread_idx_x();
-        if i < rows * width {
-            unsafe {
-                // SAFETY: i < rows·width, so width > 0 (drops the division-by-zero check).
-                core::hint::assert_unchecked(width > 0);
-                let z = ld_nc(x, i) + ld_nc(bias, i % width);
-                st(dx, i, gelu_grad_with(z, ld_nc(dy, i), ex2_approx));
-            }
-        }
+        unsafe { elements::<TanhGradient>(x, bias, dy, dx, rows, width) }
     }
 }
 
@@ -86,18 +78,7 @@ mage_common::kernel! {
     /// One thread per column: `dbias[c] = Σ_r dx[r, c]`, rows in order, from
     /// the dx the element kernel stored (written by that launch, read-only in this one).
     pub unsafe fn gelu_backward_columns(dx: *const f32, dbias: *mut f32, rows: u32, width: u32) {
-        let c = block_idx_x() * COLUMN_THREADS + thread_idx_x();
-        if c < width {
-            unsafe {
-                let mut sum = 0.0;
-                let mut r = 0;
-                while r < rows {
-                    sum += ld_nc(dx, r * width + c);
-                    r += 1;
-                }
-                st(dbias, c, sum);
-            }
-        }
+        unsafe { columns(dx, dbias, rows, width) }
     }
 }
 

@@ -2,10 +2,14 @@
 //! sums kept in registers per chunk of rows, then a short pass over the
 //! partials.
 //!
-//! Kernel bodies: this module (`gelu_backward_tiles`,
-//! `gelu_backward_totals`); the element's arithmetic, [`gelu_grad_with`],
-//! in [`element_gradient`](super::element_gradient), shared with mage-001;
-//! the partials' combine and totals in `mage_common::device::column_sums`.
+//! Kernel body: [`crate::bias_gradient::tiles`] (`tiles` and `totals`,
+//! shared with gelu_erf_backward mage-002; frozen history), of which this
+//! module declares the entries `gelu_backward_tiles` and
+//! `gelu_backward_totals`; the element's arithmetic,
+//! [`gelu_grad_with`](super::element_gradient::gelu_grad_with) (as
+//! [`TanhGradient`]), in [`element_gradient`](super::element_gradient),
+//! shared with mage-001; the partials' combine and totals in
+//! `mage_common::device::column_sums`.
 //!
 //! What changed: mage-001 stores dx, then gives each column one thread that
 //! reads it back row after row: at 4096x768, 768 threads each a chain of
@@ -24,8 +28,8 @@
 //! a contiguous 32nd of the chunks in chunk order, then the 32 segments in
 //! order. Every grouping follows from the shape, so dbias is the same bits
 //! on every run; no floating-point atomics. dx is mage-001's bits (the same
-//! [`gelu_grad_with`]); dbias is regrouped, within the tolerance's
-//! `γ_(rows+2)` for any order.
+//! [`gelu_grad_with`](super::element_gradient::gelu_grad_with)); dbias
+//! is regrouped, within the tolerance's `γ_(rows+2)` for any order.
 //!
 //! The chunk rule ([`chunk_rows`]): rows per chunk a multiple of 8 (every
 //! warp the same count of rows) and at least 8, chosen so that tiles ×
@@ -66,74 +70,10 @@
 //! | gelu_backward | 1000x1001 | 7.08 (2) mage-002 | 9.11 (2) | **6.54** (3) | 13.51 | 0.52 |
 //! <!-- /mage:table -->
 
-use super::element_gradient::gelu_grad_with;
-use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS, column_total, group_total, publish_quads};
-use mage_common::device::*;
-
-/// Threads per block of the tile kernel.
-pub const THREADS: u32 = 256;
-/// Rows of a tile one block works on at once: a warp each.
-pub const GROUPS: u32 = THREADS / 32;
-/// Columns of a tile: four a lane.
-pub const TILE: u32 = 4 * 32;
-/// Shared bytes of the tile kernel: every thread's quad of sums.
-pub const SHARED_BYTES: u32 = THREADS * 16;
-/// Blocks of the tile kernel the chunk rule aims at: two waves of four
-/// blocks an SM on 132 SMs.
-pub const TARGET_BLOCKS: u32 = 2 * 4 * 132;
-
-/// Rows per chunk at `rows × width`: a multiple of [`GROUPS`], at least
-/// one row a warp, so that tiles × chunks is about [`TARGET_BLOCKS`].
-pub fn chunk_rows(rows: u32, width: u32) -> u32 {
-    let tiles = width.div_ceil(TILE) as u64;
-    let per = (rows as u64 * tiles).div_ceil(TARGET_BLOCKS as u64) as u32;
-    per.div_ceil(GROUPS).max(1) * GROUPS
-}
-
-/// Loads the quads of x and dy at `i` (columns `c..c + 4`): 16-byte
-/// accesses (`width` a multiple of 4) or, with `scalar`, four scalar ones,
-/// those at or past `width` skipped and left zero.
-///
-/// # Safety
-/// As the kernel: `i` is in the row, `c < width`.
-#[inline(always)]
-unsafe fn quad(x: *const f32, dy: *const f32, i: u32, c: u32, width: u32, scalar: bool) -> (F32x4, F32x4) {
-    unsafe {
-        if scalar {
-            let mut xv = [0.0; 4];
-            let mut dv = [0.0; 4];
-            for j in 0..4 {
-                if c + j < width {
-                    xv[j as usize] = ld_nc(x, i + j);
-                    dv[j as usize] = ld_nc(dy, i + j);
-                }
-            }
-            (F32x4::new(xv[0], xv[1], xv[2], xv[3]), F32x4::new(dv[0], dv[1], dv[2], dv[3]))
-        } else {
-            (ld_nc4(x, i), ld_nc4(dy, i))
-        }
-    }
-}
-
-/// Stores the quad `g` of dx at `i`, as [`quad`] loaded it.
-///
-/// # Safety
-/// As [`quad`].
-#[inline(always)]
-unsafe fn store(dx: *mut f32, i: u32, c: u32, width: u32, scalar: bool, g: F32x4) {
-    unsafe {
-        if scalar {
-            let g = g.to_array();
-            for j in 0..4 {
-                if c + j < width {
-                    st(dx, i + j, g[j as usize]);
-                }
-            }
-        } else {
-            st4(dx, i, g);
-        }
-    }
-}
+use super::element_gradient::TanhGradient;
+pub use crate::bias_gradient::tiles::{GROUPS, SHARED_BYTES, TARGET_BLOCKS, THREADS, TILE, chunk_rows};
+use crate::bias_gradient::tiles::{tiles, totals};
+use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS};
 
 mage_common::kernel! {
     /// Block (tile, chunk): dx for columns `tile·TILE ..` of rows
@@ -142,53 +82,7 @@ mage_common::kernel! {
     /// past `width` zero). Needs [`SHARED_BYTES`] of shared memory.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn gelu_backward_tiles(x: *const f32, bias: *const f32, dy: *const f32, dx: *mut f32, partials: *mut f32, rows: u32, width: u32, chunk_rows: u32) {
-        let (lane, group) = (thread_idx_x() % 32, thread_idx_x() / 32);
-        let c = block_idx_x() * TILE + 4 * lane;
-        let k = block_idx_y();
-        let stride = width.div_ceil(4) * 4;
-        let scalar = !width.is_multiple_of(4);
-        let end = rows.min((k + 1) * chunk_rows);
-        let mut acc = F32x4::ZERO;
-        if c < width {
-            unsafe {
-                let b = if scalar {
-                    let mut v = [0.0; 4];
-                    for j in 0..4 {
-                        if c + j < width {
-                            v[j as usize] = ld_nc(bias, c + j);
-                        }
-                    }
-                    F32x4::new(v[0], v[1], v[2], v[3])
-                } else {
-                    ld_nc4(bias, c)
-                };
-                let grad = |xv: F32x4, dv: F32x4| xv.zip3(b, dv, |x, b, d| gelu_grad_with(x + b, d, ex2_approx));
-                let mut r = k * chunk_rows + group;
-                while r + GROUPS < end {
-                    let (i0, i1) = (r * width + c, (r + GROUPS) * width + c);
-                    let (x0, d0) = quad(x, dy, i0, c, width, scalar);
-                    let (x1, d1) = quad(x, dy, i1, c, width, scalar);
-                    let (g0, g1) = (grad(x0, d0), grad(x1, d1));
-                    store(dx, i0, c, width, scalar, g0);
-                    store(dx, i1, c, width, scalar, g1);
-                    acc = acc.zip(g0, |a, g| a + g).zip(g1, |a, g| a + g);
-                    r += 2 * GROUPS;
-                }
-                if r < end {
-                    let i0 = r * width + c;
-                    let (x0, d0) = quad(x, dy, i0, c, width, scalar);
-                    let g0 = grad(x0, d0);
-                    store(dx, i0, c, width, scalar, g0);
-                    acc = acc.zip(g0, |a, g| a + g);
-                }
-            }
-        }
-        // Columns past `width` (in a scalar quad) summed zeros: the pad.
-        publish_quads(0, &[acc], group, lane, 32, GROUPS);
-        sync_threads();
-        if group == 0 && c < stride {
-            unsafe { st4(partials, k * stride + c, group_total(0, lane, 32, GROUPS)) };
-        }
+        unsafe { tiles::<TanhGradient>(x, bias, dy, dx, partials, rows, width, chunk_rows) }
     }
 }
 
@@ -196,12 +90,7 @@ mage_common::kernel! {
     /// dbias: each column's partials added over the chunks (see
     /// `column_total`). Needs `TOTALS_SHARED_BYTES` of shared memory.
     pub unsafe fn gelu_backward_totals(partials: *const f32, dbias: *mut f32, chunks: u32, width: u32) {
-        let stride = width.div_ceil(4) * 4;
-        let total = unsafe { column_total(partials, chunks, stride, width) };
-        let c = block_idx_x() * TOTALS_COLUMNS + thread_idx_x();
-        if thread_idx_x() < 32 && c < width {
-            unsafe { st(dbias, c, total) };
-        }
+        unsafe { totals(partials, dbias, chunks, width) }
     }
 }
 

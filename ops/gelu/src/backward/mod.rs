@@ -14,7 +14,7 @@
 //! |---|---|
 //! | [`mage_001`] | a thread per element for dx (σ and 1 − σ from one `ex2.approx`), a thread per column for dbias, rows in order |
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with`, of mage-001 and mage-002 |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 and mage-002; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;

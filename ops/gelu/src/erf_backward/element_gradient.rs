@@ -3,6 +3,8 @@
 //! (the derivation is in [`mage_001`](super::mage_001)'s doc, the error
 //! bound below). Frozen with mage-001: its bits are the ones every later
 //! stage's dx must reproduce.
+//! [`ErfGradient`] is this arithmetic as the shared kernel bodies of
+//! [`bias_gradient`](crate::bias_gradient) take it.
 //!
 //! The exponents come from [`normal_cdf::exponents`], the exact GELU's own
 //! (`erfc(t) = u·2^p·2^q`, `e^{−z²/2} = 2^p·2^gauss_q`, the large part `p`
@@ -40,8 +42,9 @@
 //! (`u₂₄·|z·gelu''(z)|`, in the magnitudes of
 //! [`reference`](fn@super::reference)).
 
+use crate::bias_gradient::ElementGradient;
 use crate::erf::normal_cdf::{self, Exponents};
-use mage_common::device::fma;
+use mage_common::device::{ex2_approx, fma};
 
 /// `1/√(2π)`: `φ(z) = e^{−z²/2}/√(2π)`.
 pub const FRAC_1_SQRT_2PI: f32 = 0.398_942_280_401_432_7;
@@ -52,7 +55,7 @@ pub const ELEMENT_ERROR: f64 = 1.1e-6;
 
 /// `dy·gelu'(z)`, `gelu'(z) = Φ(z) + z·φ(z)`, with `ex2` standing for
 /// `ex2.approx` (the kernels pass
-/// [`ex2_approx`](mage_common::device::ex2_approx); tests pass it perturbed
+/// [`ex2_approx`]; tests pass it perturbed
 /// to the edges of its contract).
 ///
 /// ```text
@@ -73,5 +76,17 @@ pub fn gelu_erf_grad_with(z: f32, dy: f32, ex2: impl Fn(f32) -> f32) -> f32 {
         dy * fma(d, big, fma(-c, big, 1.0))
     } else {
         ((dy * h) * (c + d)) * h
+    }
+}
+
+/// `gelu_erf_backward`'s element for the shared kernel bodies of
+/// [`bias_gradient`](crate::bias_gradient): [`gelu_erf_grad_with`] over
+/// [`ex2_approx`].
+pub struct ErfGradient;
+
+impl ElementGradient for ErfGradient {
+    #[inline(always)]
+    fn grad(z: f32, dy: f32) -> f32 {
+        gelu_erf_grad_with(z, dy, ex2_approx)
     }
 }

@@ -1,9 +1,12 @@
 //! gelu_erf_backward mage-001: a thread per element for dx, a thread per
 //! column for dbias, rows in order.
 //!
-//! Kernel bodies: this module (`gelu_erf_backward_elements`,
-//! `gelu_erf_backward_columns`); the element's arithmetic,
-//! [`gelu_erf_grad_with`], in
+//! Kernel body: [`crate::bias_gradient::columns`] (`elements` and
+//! `columns`, shared with gelu_backward mage-001; frozen history), of
+//! which this module declares the entries `gelu_erf_backward_elements` and
+//! `gelu_erf_backward_columns`; the element's arithmetic,
+//! [`gelu_erf_grad_with`] (as
+//! [`ErfGradient`]), in
 //! [`element_gradient`](super::element_gradient), shared with mage-002
 //! (its exponents from [`normal_cdf::exponents`](crate::erf::normal_cdf::exponents),
 //! the forward stages' Φ).
@@ -31,26 +34,15 @@
 //! 4096x768 (`results/backward-5`, CUPTI kernel time, hot L2), the
 //! column pass's 768 threads walking 4096 rows each.
 
+use super::element_gradient::ErfGradient;
 pub use super::element_gradient::gelu_erf_grad_with;
-use mage_common::device::*;
-
-/// Threads per block of the element kernel.
-pub const THREADS: u32 = 256;
-/// Threads per block of the column kernel.
-pub const COLUMN_THREADS: u32 = 128;
+pub use crate::bias_gradient::columns::{COLUMN_THREADS, THREADS};
+use crate::bias_gradient::columns::{columns, elements};
 
 mage_common::kernel! {
     /// Thread `i` of the flat grid writes `dx[i]`.
     pub unsafe fn gelu_erf_backward_elements(x: *const f32, bias: *const f32, dy: *const f32, dx: *mut f32, rows: u32, width: u32) {
-        let i = block_idx_x() * THREADS + thread_idx_x();
-        if i < rows * width {
-            unsafe {
-                // SAFETY: i < rows·width, so width > 0 (drops the division-by-zero check).
-                core::hint::assert_unchecked(width > 0);
-                let z = ld_nc(x, i) + ld_nc(bias, i % width);
-                st(dx, i, gelu_erf_grad_with(z, ld_nc(dy, i), ex2_approx));
-            }
-        }
+        unsafe { elements::<ErfGradient>(x, bias, dy, dx, rows, width) }
     }
 }
 
@@ -58,18 +50,7 @@ mage_common::kernel! {
     /// One thread per column: `dbias[c] = Σ_r dx[r, c]`, rows in order, from
     /// the dx the element kernel stored (written by that launch, read-only in this one).
     pub unsafe fn gelu_erf_backward_columns(dx: *const f32, dbias: *mut f32, rows: u32, width: u32) {
-        let c = block_idx_x() * COLUMN_THREADS + thread_idx_x();
-        if c < width {
-            unsafe {
-                let mut sum = 0.0;
-                let mut r = 0;
-                while r < rows {
-                    sum += ld_nc(dx, r * width + c);
-                    r += 1;
-                }
-                st(dbias, c, sum);
-            }
-        }
+        unsafe { columns(dx, dbias, rows, width) }
     }
 }
 

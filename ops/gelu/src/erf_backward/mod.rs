@@ -5,7 +5,9 @@
 //! named for what follows `gelu_` in its name (`backward` for
 //! `gelu_backward`, `erf` for `gelu_erf`, this one for
 //! `gelu_erf_backward`), holding its registry, f64 reference, tolerance,
-//! stage modules and the body its stages share.
+//! stage modules and the element its stages share (the kernel bodies
+//! around it, shared with `gelu_backward`, are the crate root's
+//! [`bias_gradient`](crate::bias_gradient)).
 //!
 //! Inputs: `a` = x `[rows, width]`, `b` = bias `[width]`, `dy` = the
 //! gradient of the output `[rows, width]`. Outputs, in order: dx `[rows,
@@ -20,7 +22,7 @@
 //! |---|---|
 //! | [`mage_001`] | a thread per element for dx (Φ and φ from one set of two-part exponents), a thread per column for dbias, rows in order |
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with`, of mage-001 and mage-002, and its error against f64 |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001 and mage-002, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
