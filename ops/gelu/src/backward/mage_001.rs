@@ -88,28 +88,5 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     summary: "a thread per element for dx (σ and 1 − σ from one ex2.approx), a thread per column for dbias, rows in order",
     kernels: &[&gelu_backward_elements::KERNEL, &gelu_backward_columns::KERNEL],
     supports: |_| true,
-    plan: |d| {
-        use mage_common::kernel::Dim3;
-        use mage_common::op::{Arg, Launch, Plan};
-        let (rows, width) = (d[0], d[1]);
-        Plan {
-            launches: vec![
-                Launch {
-                    kernel: &gelu_backward_elements::KERNEL,
-                    grid: Dim3::x((rows * width).div_ceil(THREADS)),
-                    block: Dim3::x(THREADS),
-                    shared_bytes: 0,
-                    args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)],
-                },
-                Launch {
-                    kernel: &gelu_backward_columns::KERNEL,
-                    grid: Dim3::x(width.div_ceil(COLUMN_THREADS)),
-                    block: Dim3::x(COLUMN_THREADS),
-                    shared_bytes: 0,
-                    args: vec![Arg::Output(0), Arg::Output(1), Arg::U32(rows), Arg::U32(width)],
-                },
-            ],
-            scratch: vec![],
-        }
-    },
+    plan: |d| crate::bias_gradient::columns::plan(d, &gelu_backward_elements::KERNEL, &gelu_backward_columns::KERNEL),
 };

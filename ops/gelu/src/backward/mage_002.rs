@@ -73,7 +73,6 @@
 use super::element_gradient::TanhGradient;
 pub use crate::bias_gradient::tiles::{GROUPS, SHARED_BYTES, TARGET_BLOCKS, THREADS, TILE, chunk_rows};
 use crate::bias_gradient::tiles::{tiles, totals};
-use mage_common::device::column_sums::{TOTALS_COLUMNS, TOTALS_SHARED_BYTES, TOTALS_THREADS};
 
 mage_common::kernel! {
     /// Block (tile, chunk): dx for columns `tile·TILE ..` of rows
@@ -100,40 +99,5 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
     summary: "one pass: a block per 128-column tile and chunk of rows writes dx (16-byte accesses) and its partial dbias row, held in registers; the chunks added in order by a second kernel",
     kernels: &[&gelu_backward_tiles::KERNEL, &gelu_backward_totals::KERNEL],
     supports: |_| true,
-    plan: |d| {
-        use mage_common::kernel::Dim3;
-        use mage_common::op::{Arg, Launch, Plan};
-        let (rows, width) = (d[0], d[1]);
-        let per = chunk_rows(rows, width);
-        let chunks = rows.div_ceil(per);
-        let stride = width.div_ceil(4) * 4;
-        Plan {
-            launches: vec![
-                Launch {
-                    kernel: &gelu_backward_tiles::KERNEL,
-                    grid: Dim3 { x: width.div_ceil(TILE), y: chunks, z: 1 },
-                    block: Dim3::x(THREADS),
-                    shared_bytes: SHARED_BYTES,
-                    args: vec![
-                        Arg::Input(0),
-                        Arg::Input(1),
-                        Arg::Input(2),
-                        Arg::Output(0),
-                        Arg::Scratch(0),
-                        Arg::U32(rows),
-                        Arg::U32(width),
-                        Arg::U32(per),
-                    ],
-                },
-                Launch {
-                    kernel: &gelu_backward_totals::KERNEL,
-                    grid: Dim3::x(width.div_ceil(TOTALS_COLUMNS)),
-                    block: Dim3::x(TOTALS_THREADS),
-                    shared_bytes: TOTALS_SHARED_BYTES,
-                    args: vec![Arg::Scratch(0), Arg::Output(1), Arg::U32(chunks), Arg::U32(width)],
-                },
-            ],
-            scratch: vec![(chunks * stride) as usize],
-        }
-    },
+    plan: |d| crate::bias_gradient::tiles::plan(d, &gelu_backward_tiles::KERNEL, &gelu_backward_totals::KERNEL),
 };

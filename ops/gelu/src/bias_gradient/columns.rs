@@ -54,3 +54,36 @@ pub unsafe fn columns(dx: *const f32, dbias: *mut f32, rows: u32, width: u32) {
         }
     }
 }
+
+/// The plan of a stage over [`elements`] and [`columns`] (its entries
+/// `elements_kernel` and `columns_kernel`): a thread per element for dx,
+/// then a thread per column adding dx's rows in order into dbias.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn plan(
+    d: &[u32],
+    elements_kernel: &'static mage_common::kernel::Kernel,
+    columns_kernel: &'static mage_common::kernel::Kernel,
+) -> mage_common::op::Plan {
+    use mage_common::kernel::Dim3;
+    use mage_common::op::{Arg, Launch, Plan};
+    let (rows, width) = (d[0], d[1]);
+    Plan {
+        launches: vec![
+            Launch {
+                kernel: elements_kernel,
+                grid: Dim3::x((rows * width).div_ceil(THREADS)),
+                block: Dim3::x(THREADS),
+                shared_bytes: 0,
+                args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)],
+            },
+            Launch {
+                kernel: columns_kernel,
+                grid: Dim3::x(width.div_ceil(COLUMN_THREADS)),
+                block: Dim3::x(COLUMN_THREADS),
+                shared_bytes: 0,
+                args: vec![Arg::Output(0), Arg::Output(1), Arg::U32(rows), Arg::U32(width)],
+            },
+        ],
+        scratch: vec![],
+    }
+}
