@@ -13,7 +13,7 @@
 //! # Tolerance
 //!
 //! `|out − ref| ≤ 2^-126 + 1e-4·|ref| + 2e-5·m`, with the magnitude `m =
-//! |y| + z²·φ(z)` ([`reference`]), `φ` the normal density: `|y|` times one plus the
+//! |y| + z²·φ(z)` ([`reference()`]), `φ` the normal density: `|y|` times one plus the
 //! condition number of `z·Φ(z)`, `|z·φ(z)/Φ(z)|` (about 0 for z ≫ 0 and
 //! z² for z ≪ 0). The stages are within 1.2e-6·|y| of the exact value of
 //! their FP32 `z` ([`normal_cdf`]'s error analysis); `z = x + bias` rounded
