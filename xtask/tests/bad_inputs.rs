@@ -918,6 +918,28 @@ fn plot_namespace_that_is_a_path() {
 }
 
 #[test]
+fn e2e_namespace_that_is_a_path() {
+    let s = Scratch::new("e2e-namespace-path");
+    refused(s.path(), &["e2e", "--namespace", "../elsewhere"], "--namespace `../elsewhere` must be a plain folder name under results/$");
+}
+
+#[test]
+fn e2e_part_that_does_not_exist() {
+    let s = Scratch::new("e2e-unknown-part");
+    refused(
+        s.path(),
+        &["e2e", "--namespace", "x", "--only", "mlp,attention"],
+        "--only attention: the parts are mlp, gnn, triangle, train$",
+    );
+}
+
+#[test]
+fn e2e_from_a_file_that_does_not_exist() {
+    let s = Scratch::new("e2e-from-missing");
+    refused(s.path(), &["e2e", "--namespace", "x", "--from", "missing.json"], "--from missing.json: No such file or directory");
+}
+
+#[test]
 fn sweep_results_that_is_a_file() {
     let s = Scratch::new("sweep-results-file");
     std::fs::write(s.join("results"), "mine").unwrap();
