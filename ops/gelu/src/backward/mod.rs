@@ -33,7 +33,7 @@ mod host {
     use super::*;
     use crate::{CUBIC, SQRT_2_OVER_PI};
     use mage_common::fixtures::normal_input;
-    use mage_common::numeric::{FLUSHED, Reference, Tolerance, U, gamma};
+    use mage_common::numeric::{FLUSHED, Reference, Tolerance};
     use mage_common::op::Extent::Dim;
     use mage_common::op::{DEFAULT_GENERATOR, Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage};
 
@@ -73,30 +73,10 @@ mod host {
     ///   than the 1e-4 the terms need at 4096 rows), and each term may
     ///   carry the 2^-126 of a dx below FP32's normal range.
     pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
-        let (rows, width) = (dims[0] as usize, dims[1] as usize);
-        let (x, bias, dy) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_f32());
-        let mut dx = Vec::with_capacity(rows * width);
-        let mut dx_mag = Vec::with_capacity(rows * width);
-        let (mut dbias, mut dbias_mag) = (vec![0f64; width], vec![0f64; width]);
-        for r in 0..rows {
-            for c in 0..width {
-                let i = r * width + c;
-                let (g, a, b, s, two_u) = gelu_grad_f64(x[i] as f64 + bias[c] as f64);
-                let d = dy[i] as f64;
-                let (v, m) = (d * g, d.abs() * (a + (1.0 + two_u) * (s + b)));
-                dx.push(v);
-                dx_mag.push(m);
-                dbias[c] += v;
-                dbias_mag[c] += m;
-            }
-        }
-        let sum_factor = 1.0 + gamma(rows as u64 + 2, U) / OF_MAGNITUDE;
-        let flushed = rows as f64 * FLUSHED / OF_MAGNITUDE;
-        let mut values = dx;
-        values.extend(dbias);
-        let mut magnitudes = dx_mag;
-        magnitudes.extend(dbias_mag.iter().map(|m| m * sum_factor + flushed));
-        Reference { values, magnitudes }
+        crate::bias_gradient::reference(dims, inputs, OF_MAGNITUDE, |z, d| {
+            let (g, a, b, s, two_u) = gelu_grad_f64(z);
+            (d * g, d.abs() * (a + (1.0 + two_u) * (s + b)))
+        })
     }
 
     /// `|out - ref| <= 2^-126 + 1e-4·m`, `m` each element's magnitude from

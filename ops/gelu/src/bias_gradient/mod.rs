@@ -27,3 +27,38 @@ pub trait ElementGradient {
     /// `dy·gelu'(z)`, as the op's stages compute it on the GPU.
     fn grad(z: f32, dy: f32) -> f32;
 }
+
+/// The f64 reference of a bias + element gradient, dx then dbias, with
+/// each element's magnitude: `element(z, dy)` gives dx's value and
+/// magnitude at `z = x + bias`; dbias sums them down each column, its
+/// magnitudes times `1 + γ_(rows+2)/of_magnitude` (the rounding of a
+/// column sum of `rows` FP32 terms) plus `rows` flushed results.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn reference(
+    dims: &[u32],
+    inputs: &[mage_common::op::HostBuf],
+    of_magnitude: f64,
+    element: impl Fn(f64, f64) -> (f64, f64),
+) -> mage_common::numeric::Reference {
+    use mage_common::numeric::{FLUSHED, Reference, U, gamma};
+    let (rows, width) = (dims[0] as usize, dims[1] as usize);
+    let (x, bias, dy) = (inputs[0].as_f32(), inputs[1].as_f32(), inputs[2].as_f32());
+    let mut values = Vec::with_capacity(rows * width + width);
+    let mut magnitudes = Vec::with_capacity(rows * width + width);
+    let (mut dbias, mut dbias_mag) = (vec![0f64; width], vec![0f64; width]);
+    for r in 0..rows {
+        for c in 0..width {
+            let i = r * width + c;
+            let (v, m) = element(x[i] as f64 + bias[c] as f64, dy[i] as f64);
+            values.push(v);
+            magnitudes.push(m);
+            dbias[c] += v;
+            dbias_mag[c] += m;
+        }
+    }
+    let sum_factor = 1.0 + gamma(rows as u64 + 2, U) / of_magnitude;
+    let flushed = rows as f64 * FLUSHED / of_magnitude;
+    values.extend(dbias);
+    magnitudes.extend(dbias_mag.iter().map(|m| m * sum_factor + flushed));
+    Reference { values, magnitudes }
+}
