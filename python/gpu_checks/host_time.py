@@ -72,6 +72,7 @@ def main() -> int:
         ("custom_op doing nothing", lambda: noop(x)),
         ("custom_op doing nothing, requires_grad", lambda: noop(xg)),
         ("torch.empty", lambda: torch.empty((64, 768), dtype=torch.float32, device=dev)),
+        ("x.new_empty", lambda: x.new_empty((64, 768))),
         ("Launcher.plan layernorm (the plan cache)", lambda: ln.plan([[64, 768], [768], [768]])),
         ("mage.prepare(...) call", prepared),
         ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream)),
@@ -79,10 +80,21 @@ def main() -> int:
         ("mage.layer_norm, requires_grad", lambda: mage.layer_norm(xg, [768], g, b)),
         ("mage.bias_gelu", lambda: mage.bias_gelu(x, b)),
         ("mage.gelu tanh", lambda: mage.gelu(x, approximate="tanh")),
+        ("F.gelu", lambda: F.gelu(x)),
+        ("mage.gelu", lambda: mage.gelu(x)),
+        ("mage.layer_norm, no affine", lambda: mage.layer_norm(x, [768])),
+        ("F.layer_norm, no affine", lambda: F.layer_norm(x, [768])),
         ("mage.linear 64x768 by 3072x768", lambda: mage.linear(x, w)),
     ]
+    measured = {}
     for name, f in cases:
-        print(f"INFO host time per call {name} 64x768: median {per_call(f):.2f} us of 7 runs of 200", flush=True)
+        measured[name] = per_call(f)
+        print(f"INFO host time per call {name} 64x768: median {measured[name]:.2f} us of 7 runs of 200", flush=True)
+    for ours, theirs in [("mage.layer_norm", "F.layer_norm"), ("mage.layer_norm, requires_grad", "F.layer_norm, requires_grad"),
+                         ("mage.layer_norm, no affine", "F.layer_norm, no affine"), ("mage.gelu", "F.gelu"), ("mage.gelu tanh", "F.gelu tanh"),
+                         ("mage.linear 64x768 by 3072x768", "F.linear 64x768 by 3072x768")]:
+        r = measured[ours] / measured[theirs]
+        print(f"INFO host time ratio {ours} / {theirs}: {r:.2f} ({'within' if r <= 1 else 'over'} PyTorch's own call)")
     print(f"INFO Launcher(layernorm) plan and bind cache entries after the runs: {ln.cache_sizes()}")
     for label, f in (("mage.layer_norm, requires_grad", lambda: mage.layer_norm(xg, [768], g, b)),
                      ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream))):

@@ -32,9 +32,12 @@ Python layers around a custom op cost more host time than the launch);
 under torch.compile, any mode, a transform or a tensor subclass it is
 the custom op (``_call``).
 
-Every call allocates its outputs (and a plan's scratch) with
-``torch.empty``, launches on torch's current stream, and neither copies to
-the host nor synchronises: a call can be captured in a CUDA graph. A
+Every call allocates its outputs (and a plan's scratch) from PyTorch's
+caching allocator (``torch.empty_like`` or ``new_empty`` of an input),
+launches on torch's current stream, and neither copies to the host nor
+synchronises: a call can be captured in a CUDA graph. The weight and bias
+a kernel reads where the caller passed None (ones, zeros) are made once per
+width, device and stream and kept, never from inside a capture. A
 ``mage.Graph`` checks and analyses its CSR once, at construction.
 
 The inputs of ``neighbor_backward`` are read from the registry at call
@@ -76,11 +79,14 @@ except AttributeError:  # pragma: no cover - a torch without CUDA support
         return torch.cuda.current_stream(device).cuda_stream
 
 
+_F32 = torch.float32
+
+
 def _check(t: Tensor, what: str, op: str) -> None:
     """Refuses what Mage's kernels do not take: one line each."""
-    if t.device.type != "cuda":
+    if not t.is_cuda:
         raise MageError(f"mage.{op}: {what} is on {t.device}; Mage's kernels run on CUDA tensors (.cuda())")
-    if t.dtype != torch.float32:
+    if t.dtype is not _F32:
         raise MageError(f"mage.{op}: {what} is {t.dtype}; Mage's kernels compute in torch.float32 only (no cast is made: .float() first)")
 
 
@@ -92,8 +98,9 @@ def _check_fake(t: Tensor, what: str, op: str) -> None:
 
 
 def _same_device(op: str, first: Tensor, *others: Tuple[str, Optional[Tensor]]) -> None:
+    device = first.get_device()
     for what, t in others:
-        if t is not None and t.device != first.device:
+        if t is not None and t.get_device() != device:
             raise MageError(f"mage.{op}: {what} is on {t.device}, the input on {first.device}; every tensor must be on one device")
 
 
@@ -101,8 +108,8 @@ def _run(op: str, needed_by: str, inputs, stage: str = "current", graph=None, co
     """One launch of `op` on contiguous float32 CUDA `inputs`; its outputs.
     `constants`: ``[(name, value)]`` of the op's constants to set (``eps``)."""
     launcher = _launcher(op, needed_by)
-    device = inputs[0].device.index or 0
-    return launcher.run(list(inputs), device, _raw_stream(device), stage, graph, constants)
+    device = max(inputs[0].get_device(), 0)
+    return launcher.run(inputs, device, _raw_stream(device), stage, graph, constants)
 
 
 def _eps_of(op: str) -> float:
@@ -116,10 +123,40 @@ def _f32(v: float) -> float:
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
+_EPS_CONSTANTS = {}
+
+
 def _eps_constants(eps: float):
     """The kernels' ``eps`` parameter set to `eps` (rounded to float32, as
-    the kernels add it); None at the op's own value, whose plans pass it."""
-    return None if _f32(eps) == _f32(_LN_EPS) else [("eps", _f32(eps))]
+    the kernels add it); None at the op's own value, whose plans pass it.
+    Kept per value: a model passes the same few."""
+    constants = _EPS_CONSTANTS.get(eps, _EPS_CONSTANTS)
+    if constants is _EPS_CONSTANTS:
+        constants = None if _f32(eps) == _f32(_LN_EPS) else [("eps", _f32(eps))]
+        if len(_EPS_CONSTANTS) < 64:
+            _EPS_CONSTANTS[eps] = constants
+    return constants
+
+
+_FILLED = {}
+
+
+def _filled(value: float, width: int, like: Tensor) -> Tensor:
+    """A float32 ``[width]`` of `value` on `like`'s device, the weight or
+    bias a kernel reads where the caller passed None: made once per
+    (value, width, device, stream) and kept (at most 64), so that a call
+    neither allocates it nor launches its fill again. Never kept from inside
+    a CUDA graph capture, whose memory is the graph's."""
+    if not like.is_cuda:
+        return torch.full((width,), value, device=like.device)
+    device = like.get_device()
+    key = (value, width, device, _raw_stream(device))
+    t = _FILLED.get(key)
+    if t is None:
+        t = torch.full((width,), value, device=like.device)
+        if len(_FILLED) < 64 and not torch.cuda.is_current_stream_capturing():
+            _FILLED[key] = t
+    return t
 
 
 def _width(shape: Sequence[int]) -> int:
@@ -173,22 +210,34 @@ def _plain(args) -> bool:
     return first is not None and first.is_cuda
 
 
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
+_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", lambda t: False)
+# ``autograd.Function.apply`` less its Python layer (default arguments bound
+# for a ``setup_context`` these Functions do not define, and functorch's dead
+# wrappers unwrapped, which `_apply` checks for first): the C++ apply itself.
+_C_APPLY = getattr(getattr(torch._C, "_FunctionBase", None), "__dict__", {}).get("apply")
+
+
 def _needs_grad(args) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    if not _grad_enabled():
+        return False
+    for a in args:
+        if isinstance(a, Tensor) and a.requires_grad:
+            return True
+    return False
 
 
 def _call(name: str, *args):
     """``torch.ops.mage.<name>(*args)``, by the eager path where it may."""
-    if torch.compiler.is_compiling():
-        return getattr(torch.ops.mage, name)(*args)
     impl = _IMPLS.get(name)
-    if impl is None or not _plain(args):
+    if impl is None or _is_compiling() or not _plain(args):
         return getattr(torch.ops.mage, name)(*args)
     if _needs_grad(args):
         function = _FUNCTIONS.get(name)
         if function is None:  # an op without a gradient: the dispatcher says so as torch does
             return getattr(torch.ops.mage, name)(*args)
-        return function.apply(*args)
+        return function._mage_apply(*args)
     return impl(*args)
 
 
@@ -202,7 +251,19 @@ def _function(name: str, impl, backward, setup_context):
         return backward(ctx, *grads)
 
     # The gradient ops have no gradient themselves: a second derivative is refused.
-    return type(f"mage_{name}", (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(once_differentiable(grad))})
+    function = type(f"mage_{name}", (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(once_differentiable(grad))})
+    c_apply = _C_APPLY.__get__(None, function) if _C_APPLY is not None else None
+
+    def apply(*args):
+        if c_apply is None:
+            return function.apply(*args)
+        for a in args:
+            if isinstance(a, Tensor) and _wrapped(a):
+                return function.apply(*args)
+        return c_apply(*args)
+
+    function._mage_apply = staticmethod(apply)
+    return function
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -211,18 +272,20 @@ def _function(name: str, impl, backward, setup_context):
 def _layer_norm_checks(x, normalized_shape, weight, bias, eps, fake=False):
     check = _check_fake if fake else _check
     check(x, "input", "layer_norm")
-    for what, t in (("weight", weight), ("bias", bias)):
-        if t is not None:
-            check(t, what, "layer_norm")
-    if not fake:
+    if weight is not None:
+        check(weight, "weight", "layer_norm")
+    if bias is not None:
+        check(bias, "bias", "layer_norm")
+    if not fake and (weight is not None or bias is not None):
         _same_device("layer_norm", x, ("weight", weight), ("bias", bias))
-    ns = tuple(normalized_shape)
-    if len(ns) == 0 or x.dim() < len(ns) or tuple(x.shape[x.dim() - len(ns):]) != ns:
+    ns = normalized_shape if type(normalized_shape) is tuple else tuple(normalized_shape)
+    n = len(ns)
+    if n == 0 or x.dim() < n or x.shape[-n:] != ns:
         raise MageError(f"mage.layer_norm: normalized_shape {list(ns)} is not the trailing shape of an input of shape {list(x.shape)}")
     for what, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != ns:
+        if t is not None and t.shape != ns:
             raise MageError(f"mage.layer_norm: {what} is {list(t.shape)}; normalized_shape is {list(ns)}")
-    if not isinstance(eps, (int, float)) or eps != eps or abs(eps) == float("inf"):
+    if type(eps) is not float and not isinstance(eps, (int, float)) or eps - eps != 0:
         raise MageError(f"mage.layer_norm: eps = {eps!r}; it must be a finite number")
     return ns
 
@@ -233,12 +296,20 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
     ns = _layer_norm_checks(input, normalized_shape, weight, bias, eps)
     if input.numel() == 0:
         return torch.empty_like(input, memory_format=torch.contiguous_format)
-    width = _width(ns)
-    x2 = input.reshape(-1, width).contiguous()
-    gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
-    beta = torch.zeros(width, device=input.device) if bias is None else bias.reshape(width).contiguous()
+    # A 2-D contiguous input over its last axis, and 1-D contiguous weight
+    # and bias, go to the kernels as they are (each view costs host time).
+    flat = len(ns) == 1
+    width = ns[0] if flat else _width(ns)
+    x2 = input if flat and input.dim() == 2 and input.is_contiguous() else input.reshape(-1, width).contiguous()
+    gamma = _filled(1.0, width, input) if weight is None else _flat(weight, flat, width)
+    beta = _filled(0.0, width, input) if bias is None else _flat(bias, flat, width)
     (y,) = _run("layernorm", "layer_norm", (x2, gamma, beta), constants=_eps_constants(eps))
-    return y if input.dim() == 2 else y.view(input.shape)
+    return y if x2 is input else y.view(input.shape)
+
+
+def _flat(t: Tensor, one_axis: bool, width: int) -> Tensor:
+    """`t` as the contiguous 1-D tensor of `width` a kernel reads."""
+    return t if one_axis and t.is_contiguous() else t.reshape(width).contiguous()
 
 
 @layer_norm.register_fake
@@ -257,7 +328,7 @@ def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[
     if input.numel() == 0:
         return torch.zeros_like(input, memory_format=torch.contiguous_format), input.new_zeros(ns), input.new_zeros(ns)
     x2 = input.reshape(-1, width).contiguous()
-    gamma = torch.ones(width, device=input.device) if weight is None else weight.reshape(width).contiguous()
+    gamma = _filled(1.0, width, input) if weight is None else weight.reshape(width).contiguous()
     dy = grad.reshape(-1, width).contiguous()
     dx, dgamma, dbeta = _run("layernorm_backward", "layer_norm", (x2, gamma, dy), constants=_eps_constants(eps))
     return dx.view(input.shape), dgamma.view(ns), dbeta.view(ns)
@@ -315,10 +386,10 @@ def _gelu_forward(x: Tensor, bias: Optional[Tensor], op: str, forward: str = "ge
     if x.numel() == 0:
         return torch.empty_like(x, memory_format=torch.contiguous_format)
     width = x.shape[-1] if x.dim() else 1
-    x2 = x.reshape(-1, width).contiguous()
-    b = torch.zeros(width, device=x.device) if bias is None else bias.contiguous()
+    x2 = x if x.dim() == 2 and x.is_contiguous() else x.reshape(-1, width).contiguous()
+    b = _filled(0.0, width, x) if bias is None else bias.contiguous()
     (y,) = _run(forward, op, (x2, b))
-    return y.view(x.shape)
+    return y if x2 is x else y.view(x.shape)
 
 
 @torch.library.custom_op("mage::gelu", mutates_args=())
@@ -359,7 +430,7 @@ def _gelu_backward(op: str, grad: Tensor, input: Tensor, bias: Optional[Tensor])
     if input.numel() == 0:
         return torch.zeros_like(input, memory_format=torch.contiguous_format), input.new_zeros(width)
     x2 = input.reshape(-1, width).contiguous()
-    b = torch.zeros(width, device=input.device) if bias is None else bias.contiguous()
+    b = _filled(0.0, width, input) if bias is None else bias.contiguous()
     dy = grad.reshape(-1, width).contiguous()
     dx, db = _run(op, "gelu", (x2, b, dy))
     return dx.view(input.shape), db
@@ -610,8 +681,10 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     if input.numel() == 0 or weight.numel() == 0:
         y = input.new_zeros(out_shape)
     else:
-        (y,) = _run("matmul_nt", "linear", (input.reshape(-1, k).contiguous(), weight.contiguous()))
-        y = y.view(out_shape)
+        x2 = input if input.dim() == 2 and input.is_contiguous() else input.reshape(-1, k).contiguous()
+        (y,) = _run("matmul_nt", "linear", (x2, weight.contiguous()))
+        if x2 is not input:
+            y = y.view(out_shape)
     if bias is not None:
         y = y.add_(bias) if y.numel() else y + bias
     return y

@@ -5,7 +5,7 @@
 
 use crate::error;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyString, PyTuple};
 
 /// `-4`, or `'4' (a str)`: a value as a message shows it, its repr cut to 40
 /// characters, with its type where it is not an int.
@@ -57,6 +57,9 @@ pub fn dims(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
 /// The shapes of an op's inputs: a list of lists (or tuples, `torch.Size`)
 /// of whole numbers.
 pub fn shapes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
+    if let Some(shapes) = plain_shapes(obj) {
+        return Ok(shapes);
+    }
     items(obj, "shapes", "a list of shapes, one per input")?
         .iter()
         .enumerate()
@@ -67,6 +70,22 @@ pub fn shapes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<usize>>> {
                 .map(|(j, len)| whole(len, &format!("shapes[{i}][{j}]"), "an axis length is a whole number from 0 to 2^64 - 1"))
                 .collect()
         })
+        .collect()
+}
+
+/// Shapes of lists or tuples of Python ints, read with no message made
+/// (a plan lookup's host time); None for anything else, which the checked
+/// path reads or refuses.
+fn plain_shapes(obj: &Bound<'_, PyAny>) -> Option<Vec<Vec<usize>>> {
+    fn seq<'py>(obj: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+        match obj.cast::<PyList>() {
+            Ok(l) => Some(l.iter().collect()),
+            Err(_) => obj.cast::<PyTuple>().ok().map(|t| t.iter().collect()),
+        }
+    }
+    seq(obj)?
+        .iter()
+        .map(|shape| seq(shape)?.iter().map(|len| if len.is_exact_instance_of::<PyInt>() { len.extract().ok() } else { None }).collect())
         .collect()
 }
 

@@ -4,8 +4,9 @@
 //!
 //! A call hands over its (contiguous, float32, CUDA) input tensors and
 //! torch's current raw stream; the launcher allocates the outputs and the
-//! plan's scratch with `torch.empty` (PyTorch's caching allocator, on that
-//! stream), binds the plan and launches it. Nothing is copied to the host
+//! plan's scratch like the first float32 input (`torch.empty_like` or
+//! `new_empty`: PyTorch's caching allocator, on that stream), binds the
+//! plan and launches it. Nothing is copied to the host
 //! and nothing synchronises, so a call may be captured in a CUDA graph.
 //! The checks a torch op makes (device, dtype, contiguity, shapes in
 //! torch's terms) are the Python side's, before it calls here.
@@ -68,6 +69,8 @@ struct BindKey {
 #[pyclass(frozen, module = "mage")]
 pub struct Launcher {
     op: &'static Op,
+    /// The first float32 input: outputs and scratch are allocated like it.
+    f32_input: Option<usize>,
     plans: Mutex<HashMap<PlanKey, Arc<Planned>>>,
     bound: Mutex<HashMap<BindKey, Arc<BoundPlan>>>,
 }
@@ -99,6 +102,21 @@ fn empty_kwargs<'py>(py: Python<'py>, device: usize) -> PyResult<Bound<'py, PyDi
 fn empty<'py>(py: Python<'py>, shape: &[usize], device: usize) -> PyResult<Bound<'py, PyAny>> {
     let empty = EMPTY.get_or_try_init(py, || py.import("torch")?.getattr("empty").map(Bound::unbind))?.bind(py);
     empty.call((PyTuple::new(py, shape)?,), Some(&empty_kwargs(py, device)?))
+}
+
+static EMPTY_LIKE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A float32 tensor of `shape` on the device of `like` (a contiguous
+/// float32 input of the call): `torch.empty_like(like)` where the shapes
+/// agree, `like.new_empty(shape)` otherwise. Either takes its dtype and
+/// device from `like` and parses no keywords, which costs less host time
+/// than `torch.empty(shape, dtype=..., device=...)` (`host_time.py`).
+fn empty_as<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, like_shape: &[usize], shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    if like_shape == shape {
+        let empty_like = EMPTY_LIKE.get_or_try_init(py, || py.import("torch")?.getattr("empty_like").map(Bound::unbind))?.bind(py);
+        return empty_like.call1((like,));
+    }
+    like.call_method1(pyo3::intern!(py, "new_empty"), (PyTuple::new(py, shape)?,))
 }
 
 fn shape_of(t: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -164,7 +182,9 @@ impl Launcher {
 impl Launcher {
     #[new]
     fn new(op: &Bound<'_, PyAny>) -> PyResult<Launcher> {
-        Ok(Launcher { op: args::op(op)?, plans: Mutex::default(), bound: Mutex::default() })
+        let op = args::op(op)?;
+        let f32_input = op.inputs.iter().position(|i| i.elem == mage_common::op::Elem::F32);
+        Ok(Launcher { op, f32_input, plans: Mutex::default(), bound: Mutex::default() })
     }
 
     #[getter]
@@ -199,18 +219,20 @@ impl Launcher {
         Ok((p.stage.name, p.dims.clone(), p.outputs.clone()))
     }
 
-    /// Launches `stage` on `inputs` (torch tensors, in the op's order,
-    /// contiguous and on `cuda:{device}`) on the raw stream `stream`, and
-    /// returns its outputs, new tensors from `torch.empty` (a list, one per
-    /// output of the op). `graph`: the `GraphInfo` of a graph op's rowptr
-    /// and indices, from which `current` picks (no device access).
-    /// `constants`: `[(name, value)]` of the op's constants set for this
-    /// call (LayerNorm's `eps`), an error where the stage's kernels fix it.
+    /// Launches `stage` on `inputs` (torch tensors, in the op's order, a
+    /// list or a tuple, contiguous and on `cuda:{device}`) on the raw
+    /// stream `stream`, and returns its outputs, new float32 tensors from
+    /// PyTorch's caching allocator (a list, one per output of the op).
+    /// `graph`: the `GraphInfo` of a graph op's rowptr and indices, from
+    /// which `current` picks (no device access). `constants`: `[(name,
+    /// value)]` of the op's constants set for this call (LayerNorm's
+    /// `eps`), an error where the stage's kernels fix it. A non-contiguous
+    /// input is refused: the kernels read rows as they lie.
     #[pyo3(signature = (inputs, device, stream, stage = CURRENT, graph = None, constants = None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
-        inputs: &Bound<'py, PyList>,
+        inputs: &Bound<'py, PyAny>,
         device: usize,
         stream: usize,
         stage: &str,
@@ -218,28 +240,40 @@ impl Launcher {
         constants: Constants,
     ) -> PyResult<Bound<'py, PyList>> {
         let op = self.op;
+        let inputs: Vec<Bound<'py, PyAny>> = match inputs.cast::<PyTuple>() {
+            Ok(t) => t.iter().collect(),
+            Err(_) => args::items(inputs, "inputs", "a list or tuple of tensors, one per input of the op")?,
+        };
         if inputs.len() != op.inputs.len() {
             let roles: Vec<_> = op.inputs.iter().map(|i| i.role).collect();
             return Err(error(format!("{} takes {} inputs ({}), got {}", op.name, op.inputs.len(), roles.join(", "), inputs.len())));
         }
         let mut shapes = Vec::with_capacity(inputs.len());
         let mut ptrs = Vec::with_capacity(inputs.len() + 4);
-        for t in inputs.iter() {
-            shapes.push(shape_of(&t)?);
+        for (t, spec) in inputs.iter().zip(op.inputs) {
+            if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+                return Err(error(format!("{}: input {} is not contiguous (.contiguous() first)", op.name, spec.role)));
+            }
+            shapes.push(shape_of(t)?);
             ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
         }
+        let like = self.f32_input.map(|i| (&inputs[i], shapes[i].clone()));
         let planned = self.planned(stage, shapes, graph.as_deref(), &constants)?;
+        let alloc = |shape: &[usize]| match &like {
+            Some((t, t_shape)) => empty_as(py, t, t_shape, shape),
+            None => empty(py, shape, device),
+        };
         let outputs = PyList::empty(py);
         let mut output_ptrs = Vec::with_capacity(planned.outputs.len());
         for shape in &planned.outputs {
-            let t = empty(py, shape, device)?;
+            let t = alloc(shape)?;
             output_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
             outputs.append(t)?;
         }
         let mut scratch = Vec::with_capacity(planned.plan.scratch.len());
         let mut scratch_ptrs = Vec::with_capacity(planned.plan.scratch.len());
         for &n in &planned.plan.scratch {
-            let t = empty(py, &[n.max(1)], device)?;
+            let t = alloc(&[n.max(1)])?;
             scratch_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
             scratch.push(t);
         }
