@@ -3,7 +3,8 @@
     PYTHONPATH=<bundle>/python python3 python/gpu_checks/host_time.py
 
 Wall time per call on the host (``time.perf_counter`` around 200 calls,
-median of 7 runs, after 50 warm-up calls; the GPU runs behind, the
+median of 9 rounds in which every case runs once, in an order rotated
+each round, after 50 warm-up calls of each; the GPU runs behind, the
 queue never fills at these sizes), for PyTorch's own calls and each layer
 of a Mage call: the extension's ``Launcher.run`` alone, a prepared call
 (``mage.prepare``), a custom op that does nothing (the cost of
@@ -20,20 +21,26 @@ import sys
 import time
 
 
-def per_call(f, calls=200, runs=7) -> float:
+def per_call(cases, calls=200, rounds=9) -> dict:
+    """Median host time per call of each case, µs: `rounds` rounds, each
+    timing `calls` calls of every case, the cases in an order rotated by
+    one each round (so that no case always runs first, or after the same
+    neighbour), after 50 warm-up calls of each."""
     import torch
 
-    for _ in range(50):
-        f()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+    for _, f in cases:
+        for _ in range(50):
             f()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    times = {name: [] for name, _ in cases}
+    for r in range(rounds):
+        for name, f in cases[r % len(cases):] + cases[:r % len(cases)]:
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f()
+            times[name].append((time.perf_counter() - t0) / calls * 1e6)
+            torch.cuda.synchronize()
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> int:
@@ -86,10 +93,9 @@ def main() -> int:
         ("F.layer_norm, no affine", lambda: F.layer_norm(x, [768])),
         ("mage.linear 64x768 by 3072x768", lambda: mage.linear(x, w)),
     ]
-    measured = {}
-    for name, f in cases:
-        measured[name] = per_call(f)
-        print(f"INFO host time per call {name} 64x768: median {measured[name]:.2f} us of 7 runs of 200", flush=True)
+    measured = per_call(cases)
+    for name, _ in cases:
+        print(f"INFO host time per call {name} 64x768: median {measured[name]:.2f} us of 9 rounds of 200 calls", flush=True)
     for ours, theirs in [("mage.layer_norm", "F.layer_norm"), ("mage.layer_norm, requires_grad", "F.layer_norm, requires_grad"),
                          ("mage.layer_norm, no affine", "F.layer_norm, no affine"), ("mage.gelu", "F.gelu"), ("mage.gelu tanh", "F.gelu tanh"),
                          ("mage.linear 64x768 by 3072x768", "F.linear 64x768 by 3072x768")]:

@@ -220,11 +220,10 @@ _C_APPLY = getattr(getattr(torch._C, "_FunctionBase", None), "__dict__", {}).get
 
 
 def _needs_grad(args) -> bool:
-    if not _grad_enabled():
-        return False
-    for a in args:
-        if isinstance(a, Tensor) and a.requires_grad:
-            return True
+    if _grad_enabled():
+        for a in args:
+            if type(a) in _PLAIN and a.requires_grad:
+                return True
     return False
 
 
@@ -280,11 +279,16 @@ def _layer_norm_checks(x, normalized_shape, weight, bias, eps, fake=False):
         _same_device("layer_norm", x, ("weight", weight), ("bias", bias))
     ns = normalized_shape if type(normalized_shape) is tuple else tuple(normalized_shape)
     n = len(ns)
-    if n == 0 or x.dim() < n or x.shape[-n:] != ns:
-        raise MageError(f"mage.layer_norm: normalized_shape {list(ns)} is not the trailing shape of an input of shape {list(x.shape)}")
-    for what, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t.shape != ns:
-            raise MageError(f"mage.layer_norm: {what} is {list(t.shape)}; normalized_shape is {list(ns)}")
+    shape = x.shape
+    if n == 1:  # the common case, compared without slicing a torch.Size
+        if len(shape) == 0 or shape[-1] != ns[0]:
+            raise MageError(f"mage.layer_norm: normalized_shape {list(ns)} is not the trailing shape of an input of shape {list(shape)}")
+    elif n == 0 or len(shape) < n or shape[-n:] != ns:
+        raise MageError(f"mage.layer_norm: normalized_shape {list(ns)} is not the trailing shape of an input of shape {list(shape)}")
+    if weight is not None and weight.shape != ns:
+        raise MageError(f"mage.layer_norm: weight is {list(weight.shape)}; normalized_shape is {list(ns)}")
+    if bias is not None and bias.shape != ns:
+        raise MageError(f"mage.layer_norm: bias is {list(bias.shape)}; normalized_shape is {list(ns)}")
     if type(eps) is not float and not isinstance(eps, (int, float)) or eps - eps != 0:
         raise MageError(f"mage.layer_norm: eps = {eps!r}; it must be a finite number")
     return ns
