@@ -11,7 +11,7 @@
 use mage_common::fixtures::Rng;
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, Op, check_current, check_stage, emulate};
-use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum, mage_002, with_transpose};
+use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum, mage_002, mage_003, with_transpose};
 use mage_neighbor::{OP, rowptr_of};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -182,11 +182,12 @@ fn row_of(rowptr: &[u32], e: usize) -> usize {
 
 /// The outputs as the stage's doc defines their FP32 sums: each node's
 /// out-edges in increasing order as one `fma` chain, each dot product in
-/// the stage's order (mage-001: columns in order; mage-002: a fixed tree
-/// over lanes, chunk by chunk). Bit for bit: nothing depends on the order
-/// the integer atomics landed in. Widths of one float per lane (19, 150:
-/// five chunks), of quads (64; 136: two chunks) and of one lane per node
-/// (1, 4).
+/// the stage's order (mage-001: columns in order; mage-002 and mage-003:
+/// fixed trees over lanes, chunk by chunk). Bit for bit: nothing depends
+/// on the order the integer atomics landed in. Widths of one float per
+/// lane (19, 150: five chunks in mage-002, two and ten in mage-003), of
+/// quads (64; 136: two chunks in mage-002, three in mage-003) and of one
+/// lane per node (1, 4).
 #[test]
 fn the_outputs_are_the_documented_chains_the_same_bits_on_every_run() {
     for width in [19u32, 64, 136, 150, 1, 4] {
@@ -208,7 +209,11 @@ fn the_outputs_are_the_documented_chains_the_same_bits_on_every_run() {
             let mut want = want.clone();
             for (e, &s) in indices.iter().enumerate() {
                 let (g, src) = (&dy[row_of(rowptr, e) * width..][..width], &x[s as usize * width..][..width]);
-                want.push(if stage.name == "mage-001" { column_chain(g, src) } else { lane_tree(g, src) });
+                want.push(match stage.name {
+                    "mage-001" => column_chain(g, src),
+                    "mage-002" => lane_tree(g, src),
+                    _ => halving_tree(g, src),
+                });
             }
             let a = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
             let b = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
@@ -242,6 +247,28 @@ fn lane_tree(g: &[f32], x: &[f32]) -> f32 {
         while m < size {
             p = (0..size).map(|l| p[l] + p[l ^ m]).collect();
             m *= 2;
+        }
+        total = if chunk == 0 { p[0] } else { total + p[0] };
+    }
+    total
+}
+
+/// mage-003's dot product: 16 lanes of vectors of 4 floats (`width % 4 ==
+/// 0`) or 1 per chunk of the row, each lane's vector an `fma` chain in
+/// column order from zero (zero past the row), the lanes summed by a
+/// butterfly over xor 8, 4, 2, 1 in that order, the chunks added in order.
+fn halving_tree(g: &[f32], x: &[f32]) -> f32 {
+    let v = mage_003::floats_per_lane(g.len() as u32) as usize;
+    let lanes = mage_003::LANES as usize;
+    let mut total = 0f32;
+    for (chunk, c0) in (0..g.len()).step_by(lanes * v).enumerate() {
+        let mut p: Vec<f32> = (0..lanes)
+            .map(|slot| (c0 + slot * v..c0 + slot * v + v).filter(|&c| c < g.len()).fold(0f32, |acc, c| g[c].mul_add(x[c], acc)))
+            .collect();
+        let mut m = lanes / 2;
+        while m > 0 {
+            p = (0..lanes).map(|l| p[l] + p[l ^ m]).collect();
+            m /= 2;
         }
         total = if chunk == 0 { p[0] } else { total + p[0] };
     }
