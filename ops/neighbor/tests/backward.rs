@@ -2,9 +2,10 @@
 //! the f64 reference of dX and dw under the op's tolerance, on random
 //! graphs with tails (empty rows, a heavy row, nodes that are no edge's
 //! source, one node the source of most edges, no edges at all, widths
-//! 1..70) and on data of any scale; an output of zeros and a planted wrong
-//! gradient fail; the outputs are the FP32 chains in the documented order,
-//! the same bits on every run; a malformed graph is refused with the
+//! 1..70, out-edge lists on and past mage-003's rounds) and on data of
+//! any scale; an output of zeros and a planted wrong gradient fail; the
+//! outputs are the FP32 chains in the documented order, the same bits on
+//! every run; a malformed graph is refused with the
 //! forward's message, and a transpose that is not the graph's with one
 //! line naming what is wrong; each output is located by name.
 
@@ -77,6 +78,35 @@ fn a_node_the_source_of_very_many_edges_and_rows_with_none() {
     let inputs = graph(dims[0], dims[1], dims[2], 2, 500, 950, 20, 1.0, 3);
     assert!(largest_out_degree(&dims, &inputs) > 2800);
     check_all(&dims, &inputs).unwrap();
+}
+
+/// Out-edge lists that end just before, on and just past the 16-edge
+/// rounds of mage-003, two nodes of one warp with different round counts,
+/// an odd node count (a warp's second group past the last node), and
+/// widths of one quad, of one chunk, of two and three chunks of 16 lanes
+/// and of single floats.
+#[test]
+fn out_edge_lists_on_and_past_a_round_boundary() {
+    let lengths = [15u32, 16, 17, 0, 31, 32, 33, 1, 48, 49, 5, 64, 3];
+    let n = lengths.len() as u32;
+    let mut r = Rng::new(29);
+    let mut indices: Vec<u32> = lengths.iter().enumerate().flat_map(|(s, &d)| std::iter::repeat_n(s as u32, d as usize)).collect();
+    for i in (1..indices.len()).rev() {
+        indices.swap(i, r.below(i as u64 + 1) as usize);
+    }
+    let edges = indices.len() as u32;
+    let mut deg = vec![0u32; n as usize];
+    for _ in 0..edges {
+        deg[r.below(n as u64) as usize] += 1;
+    }
+    for width in [4u32, 64, 68, 136, 9, 37, 1] {
+        let dims = [n, width, edges];
+        let mut normal = |len: u32| HostBuf::F32(r.normal_vec(len as usize, 0.0, 1.0));
+        let (x, w, dy) = (normal(n * width), normal(edges), normal(n * width));
+        let inputs = with_transpose(&dims, vec![x, w, HostBuf::U32(rowptr_of(&deg)), HostBuf::U32(indices.clone()), dy]);
+        assert_eq!(largest_out_degree(&dims, &inputs), 64);
+        check_all(&dims, &inputs).unwrap_or_else(|e| panic!("width {width}: {e}"));
+    }
 }
 
 #[test]
