@@ -52,9 +52,13 @@
 //!
 //! The prediction, before any measurement. Registers (`tests/resources.rs`):
 //! 122 for the quad entry (the 16 gathered quads are 64 of them), 64 for
-//! the scalar one; no spills. At 122 (128 allocated) two blocks of 8 warps
-//! fit an SM, so the default graph's 2,048 warps (256 blocks) still run in
-//! one wave on 132 SMs, and the time is the longest chain: the bounds of
+//! the scalar one; no spills. (A first form that summed the 16 dot
+//! products only after the last of them, on lane bits 8, 4, 2, 1 by the
+//! upper and lower halves of its values, took 132 and 82: one block of 8
+//! warps a SM; pairing neighbours as they are made frees them as the
+//! round goes.) At 122 (128 allocated) two blocks of 8 warps fit an SM,
+//! so the default graph's 2,048 warps (256 blocks) still run in one wave
+//! on 132 SMs, and the time is the longest chain: the bounds of
 //! `s`'s list (with `x[s]`), its first entries, then one round trip per
 //! round, and after each round about 300 instructions (32 shuffles of rows
 //! and weights, 15 of the reduce-scatter, 128 `fma`), about 0.15 µs. Of the
