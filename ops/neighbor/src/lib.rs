@@ -18,7 +18,7 @@
 //! | [`gather`] | mage-004's and mage-005's edge batches, lane groups and 128-bit gather loop |
 //! | [`graph`] | the generators' graphs, [`max_degree`], [`check_csr`], and the transpose by source the gradient reads ([`transpose_csr`], [`check_transpose`]) |
 //! | [`current`] | the dispatcher: reads the graph's largest row; mage-004 on small graphs without heavy rows, mage-003 (or mage-002) on larger ones, mage-002 where a row is heavy |
-//! | [`backward`] | `neighbor_backward`, the gradients dX (the transposed sum) and dw (a dot product per edge): an op of its own with its own stages |
+//! | [`backward`] | `neighbor_backward`, the gradients dX (the transposed sum) and dw (a dot product per edge): an op of its own with its own stages (mage-001 to mage-003, in its table) |
 //!
 //! # Generators
 //!

@@ -2,16 +2,17 @@
 //! the f64 reference of dX and dw under the op's tolerance, on random
 //! graphs with tails (empty rows, a heavy row, nodes that are no edge's
 //! source, one node the source of most edges, no edges at all, widths
-//! 1..70) and on data of any scale; an output of zeros and a planted wrong
-//! gradient fail; the outputs are the FP32 chains in the documented order,
-//! the same bits on every run; a malformed graph is refused with the
+//! 1..70, out-edge lists on and past mage-003's rounds) and on data of
+//! any scale; an output of zeros and a planted wrong gradient fail; the
+//! outputs are the FP32 chains in the documented order, the same bits on
+//! every run; a malformed graph is refused with the
 //! forward's message, and a transpose that is not the graph's with one
 //! line naming what is wrong; each output is located by name.
 
 use mage_common::fixtures::Rng;
 use mage_common::numeric::compare;
 use mage_common::op::{HostBuf, Op, check_current, check_stage, emulate};
-use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum, mage_002, with_transpose};
+use mage_neighbor::backward::{BACKWARD, STAGES, largest_out_degree, largest_sum, mage_002, mage_003, with_transpose};
 use mage_neighbor::{OP, rowptr_of};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -77,6 +78,35 @@ fn a_node_the_source_of_very_many_edges_and_rows_with_none() {
     let inputs = graph(dims[0], dims[1], dims[2], 2, 500, 950, 20, 1.0, 3);
     assert!(largest_out_degree(&dims, &inputs) > 2800);
     check_all(&dims, &inputs).unwrap();
+}
+
+/// Out-edge lists that end just before, on and just past the 16-edge
+/// rounds of mage-003, two nodes of one warp with different round counts,
+/// an odd node count (a warp's second group past the last node), and
+/// widths of one quad, of one chunk, of two and three chunks of 16 lanes
+/// and of single floats.
+#[test]
+fn out_edge_lists_on_and_past_a_round_boundary() {
+    let lengths = [15u32, 16, 17, 0, 31, 32, 33, 1, 48, 49, 5, 64, 3];
+    let n = lengths.len() as u32;
+    let mut r = Rng::new(29);
+    let mut indices: Vec<u32> = lengths.iter().enumerate().flat_map(|(s, &d)| std::iter::repeat_n(s as u32, d as usize)).collect();
+    for i in (1..indices.len()).rev() {
+        indices.swap(i, r.below(i as u64 + 1) as usize);
+    }
+    let edges = indices.len() as u32;
+    let mut deg = vec![0u32; n as usize];
+    for _ in 0..edges {
+        deg[r.below(n as u64) as usize] += 1;
+    }
+    for width in [4u32, 64, 68, 136, 9, 37, 1] {
+        let dims = [n, width, edges];
+        let mut normal = |len: u32| HostBuf::F32(r.normal_vec(len as usize, 0.0, 1.0));
+        let (x, w, dy) = (normal(n * width), normal(edges), normal(n * width));
+        let inputs = with_transpose(&dims, vec![x, w, HostBuf::U32(rowptr_of(&deg)), HostBuf::U32(indices.clone()), dy]);
+        assert_eq!(largest_out_degree(&dims, &inputs), 64);
+        check_all(&dims, &inputs).unwrap_or_else(|e| panic!("width {width}: {e}"));
+    }
 }
 
 #[test]
@@ -182,11 +212,12 @@ fn row_of(rowptr: &[u32], e: usize) -> usize {
 
 /// The outputs as the stage's doc defines their FP32 sums: each node's
 /// out-edges in increasing order as one `fma` chain, each dot product in
-/// the stage's order (mage-001: columns in order; mage-002: a fixed tree
-/// over lanes, chunk by chunk). Bit for bit: nothing depends on the order
-/// the integer atomics landed in. Widths of one float per lane (19, 150:
-/// five chunks), of quads (64; 136: two chunks) and of one lane per node
-/// (1, 4).
+/// the stage's order (mage-001: columns in order; mage-002 and mage-003:
+/// fixed trees over lanes, chunk by chunk). Bit for bit: nothing depends
+/// on the order the integer atomics landed in. Widths of one float per
+/// lane (19, 150: five chunks in mage-002, two and ten in mage-003), of
+/// quads (64; 136: two chunks in mage-002, three in mage-003) and of one
+/// lane per node (1, 4).
 #[test]
 fn the_outputs_are_the_documented_chains_the_same_bits_on_every_run() {
     for width in [19u32, 64, 136, 150, 1, 4] {
@@ -208,7 +239,11 @@ fn the_outputs_are_the_documented_chains_the_same_bits_on_every_run() {
             let mut want = want.clone();
             for (e, &s) in indices.iter().enumerate() {
                 let (g, src) = (&dy[row_of(rowptr, e) * width..][..width], &x[s as usize * width..][..width]);
-                want.push(if stage.name == "mage-001" { column_chain(g, src) } else { lane_tree(g, src) });
+                want.push(match stage.name {
+                    "mage-001" => column_chain(g, src),
+                    "mage-002" => lane_tree(g, src),
+                    _ => halving_tree(g, src),
+                });
             }
             let a = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
             let b = emulate(&BACKWARD, stage, &dims, &inputs).unwrap();
@@ -242,6 +277,28 @@ fn lane_tree(g: &[f32], x: &[f32]) -> f32 {
         while m < size {
             p = (0..size).map(|l| p[l] + p[l ^ m]).collect();
             m *= 2;
+        }
+        total = if chunk == 0 { p[0] } else { total + p[0] };
+    }
+    total
+}
+
+/// mage-003's dot product: 16 lanes of vectors of 4 floats (`width % 4 ==
+/// 0`) or 1 per chunk of the row, each lane's vector an `fma` chain in
+/// column order from zero (zero past the row), the lanes summed by a
+/// butterfly over xor 8, 4, 2, 1 in that order, the chunks added in order.
+fn halving_tree(g: &[f32], x: &[f32]) -> f32 {
+    let v = mage_003::floats_per_lane(g.len() as u32) as usize;
+    let lanes = mage_003::LANES as usize;
+    let mut total = 0f32;
+    for (chunk, c0) in (0..g.len()).step_by(lanes * v).enumerate() {
+        let mut p: Vec<f32> = (0..lanes)
+            .map(|slot| (c0 + slot * v..c0 + slot * v + v).filter(|&c| c < g.len()).fold(0f32, |acc, c| g[c].mul_add(x[c], acc)))
+            .collect();
+        let mut m = lanes / 2;
+        while m > 0 {
+            p = (0..lanes).map(|l| p[l] + p[l ^ m]).collect();
+            m /= 2;
         }
         total = if chunk == 0 { p[0] } else { total + p[0] };
     }

@@ -26,12 +26,13 @@
 //! Both are the same bits on every run: no floating-point atomics, each
 //! node's out-edges summed in increasing edge order as one chain, each
 //! dot product in an order its stage documents (mage-001: columns in
-//! order; mage-002: a fixed tree over lanes).
+//! order; mage-002 and mage-003: fixed trees over lanes).
 //!
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | the transpose built on the GPU with integer atomics (counts), a scan and ranks by edge number; a thread per dX element over its node's out-edges in order, a thread per edge for dw (ignores the transpose passed in) |
 //! | [`mage_002`] | one launch over the transpose passed in: a group of lanes per source node, x held in registers, its out-edges walked in order with 8 dY rows gathered at once (128-bit where `width % 4 == 0`), dX and dw in one pass |
+//! | [`mage_003`] | mage-002's pass in rounds of 16 out-edges: one transpose entry a lane with the next round's loaded early, all 16 dY rows gathered before the first is used, the round's 16 dot products summed by one reduce-scatter over the group (15 shuffles, one store); not measured yet |
 //!
 //! `current` is mage-002 always: it reads each dY row once per edge and
 //! x, dX and the transpose once, where mage-001 also rebuilds the
@@ -44,7 +45,10 @@
 //! read. (A split of a very long out-edge list over several groups, its
 //! partial sums added in a fixed order by a second kernel, would make such
 //! a node fast too; it is not built, and then the dispatcher would read
-//! the largest out-degree from `t_rowptr`.)
+//! the largest out-degree from `t_rowptr`.) mage-003 walks the same
+//! lists in rounds of 16 edges, one dependent round trip a round, and
+//! predicts about 5.5 µs at 4096x64x65536 against mage-002's 12.7; it is
+//! not measured yet, so `current` stays mage-002.
 //!
 //! The transpose is built on the host. A build on the GPU once per graph
 //! is mage-001's count, scan, fill and order kernels (`colptr` is
@@ -85,6 +89,7 @@
 
 pub mod mage_001;
 pub mod mage_002;
+pub mod mage_003;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -187,7 +192,7 @@ mod host {
     ];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "neighbor_backward",
