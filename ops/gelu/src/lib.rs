@@ -32,6 +32,7 @@ pub mod backward;
 pub mod bias_gradient;
 pub mod erf;
 pub mod erf_backward;
+pub mod logistic;
 pub mod mage_001;
 pub mod mage_002;
 
