@@ -1,6 +1,7 @@
 //! The tanh form as a logistic function, `gelu(z) = z·σ(2u)`, with no
 //! division: the arithmetic of [`mage_002`](crate::mage_002), where its
-//! derivation and error analysis are. Frozen with mage-002: a stage that
+//! derivation and error analysis are, and of
+//! [`mage_003`](crate::mage_003). Frozen with mage-002: a stage that
 //! shares it computes the same bits.
 
 use mage_common::device::fma;

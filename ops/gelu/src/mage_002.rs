@@ -1,7 +1,7 @@
 //! mage-002: one 128-bit quad per thread, `gelu(z) = z·σ(2u)` without a division.
 //!
 //! Kernel body: this module (`gelu_quad`); its arithmetic, [`gelu_with`],
-//! in [`crate::logistic`], whose constants are the
+//! in [`crate::logistic`] (shared with mage-003), whose constants are the
 //! negated [`A0`](crate::A0) and [`A1`](crate::A1) of the crate root,
 //! shared with mage-001.
 //!
