@@ -2,7 +2,12 @@
 //! activation over the matrix taken as one flat run of `rows·width`
 //! elements, 128-bit quads of that run whatever the width, the bias
 //! column carried along incrementally; the stages' entries call
-//! [`flat_quads`] with their op's [`Activation`].
+//! [`flat_quads`] with their op's [`Activation`]. The plan gives each quad
+//! a thread (mage-002's grid); the body takes any grid, each thread
+//! stepping over the quads, so a shorter grid is still right (the tests
+//! run one) but not the plan: one resident wave striding over the quads,
+//! try-gelu-stride in `docs/attempts.md`, lost 5-10% to a thread a quad
+//! at three of four sweep shapes.
 //!
 //! Quad `q` is elements `4q..4q + 4` of the flat run: where `x` and `y`
 //! are 16-byte aligned it is one `ld.global.nc.v4.f32` and one
@@ -20,10 +25,6 @@ use mage_common::device::*;
 
 /// Threads per block.
 pub const THREADS: u32 = 256;
-/// The most blocks a launch takes: one wave of eight 256-thread blocks an
-/// SM on 132 SMs (2048 threads an SM, while the entry needs at most 32
-/// registers). Beyond that each thread steps over several quads.
-pub const WAVE_BLOCKS: u32 = 8 * 132;
 
 /// The activation of one element, `y = act(z)` with `z = x + bias` as the
 /// kernel rounded it: the one thing the shared body leaves to the op.
@@ -54,8 +55,8 @@ unsafe fn bias_quad(bias: *const f32, c: u32, width: u32) -> F32x4 {
 /// grid of [`THREADS`]-thread blocks (any count) stepping over the flat
 /// run's quads, then its scalar tail. One quad an iteration: a loop of two
 /// (both loads issued before either is used) took the exact form's entry
-/// from 32 registers to 40, six blocks an SM instead of eight, so a grid
-/// of 978 blocks (1000x1001) would no longer fit one wave.
+/// from 32 registers to 40, six blocks an SM instead of eight, for a step
+/// the plan's grid never takes.
 ///
 /// # Safety
 /// As the kernel: x and y hold `rows·width` floats, bias `width`.
@@ -99,9 +100,9 @@ pub unsafe fn flat_quads<A: Activation>(x: *const f32, bias: *const f32, y: *mut
 }
 
 /// The blocks of a launch of [`flat_quads`] at `rows × width`: a thread a
-/// quad, up to [`WAVE_BLOCKS`].
+/// quad (the scalar tail's threads among them).
 pub fn blocks(rows: u32, width: u32) -> u32 {
-    (rows * width).div_ceil(4).div_ceil(THREADS).clamp(1, WAVE_BLOCKS)
+    (rows * width).div_ceil(4).div_ceil(THREADS).max(1)
 }
 
 /// The plan of a stage over [`flat_quads`] (its entry `kernel`): one launch

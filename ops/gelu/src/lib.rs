@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
-//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width (a quad may straddle two rows), the bias column carried along, a grid of up to one wave; mage-002's arithmetic |
+//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width (a quad may straddle two rows), the bias column carried along, a thread a quad; mage-002's arithmetic |
 //! | [`logistic`] | the arithmetic mage-002 and mage-003 share, `z·σ(2u)` |
 //! | [`flat_quads`] | the kernel body mage-003 and gelu_erf's mage-003 share |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |

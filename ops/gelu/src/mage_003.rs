@@ -15,9 +15,9 @@
 //! it straddles two rows; its four biases are scalar loads at columns
 //! `c, c + 1, ...` wrapped at the width, the column carried from quad to
 //! quad (two divisions a thread, none an element); the last `rows·width
-//! mod 4` elements are scalar. The grid is a thread a quad, at most one
-//! wave of eight 256-thread blocks an SM ([`WAVE_BLOCKS`]); past that each
-//! thread steps over several quads. The arithmetic is
+//! mod 4` elements are scalar. The grid is mage-002's, a thread a quad (a
+//! grid of one resident wave striding over the quads lost 5-10% to it at
+//! three sweep shapes: try-gelu-stride, `docs/attempts.md`). The arithmetic is
 //! mage-002's `z·σ(2u)` (no division), so at any width the output is
 //! mage-002's bits for the same z; its error analysis (mage-002's doc)
 //! holds unchanged. Where x or y is not 16-byte aligned every element is a
@@ -25,7 +25,8 @@
 //!
 //! Prediction (H200, CUPTI kernel time, hot L2), before any measurement.
 //! At 1000x1001: 1,001,000 elements, 250,250 quads, 978 blocks (under the
-//! 1056 of one wave), one quad a thread; 8.0 MB moved. Against mage-001's
+//! 1056 that eight blocks an SM hold at once on 132 SMs: one wave), one
+//! quad a thread; 8.0 MB moved. Against mage-001's
 //! 3911 blocks (3.7 waves) of a thread an element, the instructions an
 //! element fall from about 45 (a 20-instruction modulo, the division's
 //! Newton steps, a load and a store each) to about 15 (mage-002's
@@ -37,19 +38,17 @@
 //! 4096x768 with that slope it starts at 1.57 µs. mage-003 at 1000x1001
 //! moves mage-002's kind of accesses: 1.57 + 8.0 × 0.123 ≈ 2.55 µs, about
 //! 0.65x mage-001's 3.89 and 0.82x torch.compile's 3.10
-//! (`results/mage-012`). At widths that are a multiple of 4 it should be
-//! within a few percent of mage-002 (4.67 µs at 4096x768); at
-//! 16384x4096 each thread steps over 62 quads with one 16-byte load in
-//! flight (2048 threads, 32 KB an SM, about what 4.8 TB/s at ~800 ns of
-//! HBM latency needs over 132 SMs), so up to about 10% slower than
-//! mage-002's 128.27, which keeps those shapes. The entry's 29 registers
-//! (`tests/resources.rs`) let eight blocks share an SM, the one wave
-//! [`WAVE_BLOCKS`] assumes.
+//! (`results/mage-012`). At widths that are a multiple of 4 it is
+//! mage-002's grid and accesses but for the four scalar bias loads a quad
+//! (from L1) in place of one vector load and a modulo: within a few
+//! percent of mage-002 (4.67 µs at 4096x768, 128.27 at 16384x4096), which
+//! keeps those shapes. The entry's 29 registers (`tests/resources.rs`)
+//! let eight blocks share an SM.
 //!
 //! Measured: pending a GPU verdict.
 
 use crate::flat_quads::{Activation, flat_quads};
-pub use crate::flat_quads::{THREADS, WAVE_BLOCKS, blocks};
+pub use crate::flat_quads::{THREADS, blocks};
 use crate::logistic::gelu_with;
 use mage_common::device::{ex2_approx, rsqrt_approx};
 

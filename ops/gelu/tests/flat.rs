@@ -10,7 +10,7 @@ use mage_common::emu::{Region, launch_kernel};
 use mage_common::fixtures::Rng;
 use mage_common::kernel::{ArgValue, Dim3, LaunchConfig};
 use mage_common::op::{HostBuf, Launch, Op, Plan, Stage, check_stage, emulate, emulate_plan};
-use mage_gelu::flat_quads::{Activation, THREADS, WAVE_BLOCKS, blocks};
+use mage_gelu::flat_quads::{Activation, THREADS, blocks};
 use mage_gelu::{ERF, OP, erf, mage_002, mage_003};
 
 fn inputs(rows: u32, width: u32, seed: u64) -> Vec<HostBuf> {
@@ -93,15 +93,15 @@ fn a_grid_smaller_than_the_run_steps_over_it() {
     }
 }
 
-/// A thread a quad up to one wave: 978 blocks at 1000x1001, the cap past
-/// 270,336 quads.
+/// A thread a quad: 978 blocks at 1000x1001 (one wave at eight blocks an
+/// SM on 132 SMs), at least one block.
 #[test]
-fn the_grid_is_a_thread_a_quad_up_to_one_wave() {
+fn the_grid_is_a_thread_a_quad() {
     assert_eq!(blocks(1000, 1001), 978);
     assert_eq!(blocks(1, 1), 1);
-    assert_eq!(blocks(4096, 768), WAVE_BLOCKS);
-    assert_eq!(blocks(16384, 4096), WAVE_BLOCKS);
-    assert_eq!(WAVE_BLOCKS * THREADS, 270_336);
+    assert_eq!(blocks(4096, 768), 3072);
+    assert_eq!(blocks(3, 257), 1);
+    assert_eq!(blocks(16384, 4096), 65536);
     let plan: Plan = (mage_003::STAGE.plan)(&[1000, 1001]);
     let Launch { grid, block, .. } = &plan.launches[0];
     assert_eq!((grid.x, block.x), (978, THREADS));

@@ -11,7 +11,7 @@
 //! the quads are those of the flat run of `rows·width` elements, 16-byte
 //! loads and stores even where a quad straddles two rows, four scalar
 //! biases a quad at columns carried from quad to quad, a scalar tail, a
-//! grid of a thread a quad up to one wave. The arithmetic is mage-001's
+//! grid of a thread a quad. The arithmetic is mage-001's
 //! `z·Φ(z)`, bit for bit, at any width.
 //!
 //! Prediction (H200, CUPTI kernel time, hot L2), before any measurement.
@@ -35,7 +35,7 @@
 
 use super::normal_cdf::normal_cdf_with;
 use crate::flat_quads::{Activation, flat_quads};
-pub use crate::flat_quads::{THREADS, WAVE_BLOCKS, blocks};
+pub use crate::flat_quads::{THREADS, blocks};
 use mage_common::device::ex2_approx;
 
 /// The exact GELU as mage-001 computes it, for [`flat_quads`].

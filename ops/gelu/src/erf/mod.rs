@@ -26,7 +26,7 @@
 //! |---|---|
 //! | [`mage_001`] | one element per thread, Φ from an erfc fit with its exponent in two parts (no libm on nvptx) |
 //! | [`mage_002`] | one 128-bit quad per thread, mage-001's arithmetic |
-//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width, the bias column carried along, a grid of up to one wave ([`crate::flat_quads`], shared with gelu's mage-003); mage-001's arithmetic |
+//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width, the bias column carried along, a thread a quad ([`crate::flat_quads`], shared with gelu's mage-003); mage-001's arithmetic |
 //! | [`normal_cdf`] | the kernel body both share: Φ(z) in FP32, and its error against f64 |
 
 pub mod mage_001;
