@@ -3,7 +3,7 @@
 //!
 //! Kernel body: [`crate::flat_quads`] (`flat_quads`, shared with gelu_erf
 //! mage-003), of which this module declares the entry `gelu_flat`; the
-//! element's arithmetic, [`gelu_with`](crate::logistic::gelu_with), in
+//! element's arithmetic, [`gelu_with`](crate::logistic::gelu_with()), in
 //! [`crate::logistic`], shared with mage-002.
 //!
 //! What changed: mage-002's quads need `width % 4 == 0`, so every other
