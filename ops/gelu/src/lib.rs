@@ -9,6 +9,9 @@
 //! |---|---|
 //! | [`mage_001`] | one fused kernel, one element per thread, `tanh(u) = 1 − 2/(e^{2u} + 1)` from `ex2.approx` and a division |
 //! | [`mage_002`] | one 128-bit quad per thread, `gelu(z) = z·σ(2u)` with `σ = rsqrt.approx(1 + e^{−2u})²`: no division |
+//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width (a quad may straddle two rows), the bias column carried along, a thread a quad; mage-002's arithmetic |
+//! | [`logistic`] | the arithmetic mage-002 and mage-003 share, `z·σ(2u)` |
+//! | [`flat_quads`] | the kernel body mage-003 and gelu_erf's mage-003 share |
 //! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
 //! | [`backward`] | `gelu_backward`, the gradients dx and dbias: an op of its own with its own stages |
 //! | [`erf`] | `gelu_erf`, bias + the exact GELU (erf form, PyTorch's default): an op of its own with its own stages |
@@ -32,8 +35,11 @@ pub mod backward;
 pub mod bias_gradient;
 pub mod erf;
 pub mod erf_backward;
+pub mod flat_quads;
+pub mod logistic;
 pub mod mage_001;
 pub mod mage_002;
+pub mod mage_003;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -102,7 +108,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
 
     /// The op's default dims, and its gradient's ([`BACKWARD`]).
     pub const DEFAULT_DIMS: &[u32] = &[4096, 768];
@@ -134,7 +140,7 @@ mod host {
         content_reads: &[],
         generators: &[Generator { name: DEFAULT_GENERATOR, summary: "every input normal(0, 0.25)", generate }],
         reference,
-        // Both stages are within about 1e-6·max(1, |z|) of the exact value
+        // Every stage is within about 1e-6·max(1, |z|) of the exact value
         // (see their docs); the allowance leaves room for nothing else.
         tolerance,
         cost: |d| {

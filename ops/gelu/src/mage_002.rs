@@ -1,8 +1,9 @@
 //! mage-002: one 128-bit quad per thread, `gelu(z) = z·σ(2u)` without a division.
 //!
-//! Kernel body: this module (`gelu_quad`); its constants are the negated
-//! [`A0`](crate::A0) and [`A1`](crate::A1) of the crate root, shared with
-//! mage-001.
+//! Kernel body: this module (`gelu_quad`); its arithmetic, [`gelu_with`],
+//! in [`crate::logistic`] (shared with mage-003), whose constants are the
+//! negated [`A0`](crate::A0) and [`A1`](crate::A1) of the crate root,
+//! shared with mage-001.
 //!
 //! What changed, and why it should help:
 //!
@@ -69,21 +70,9 @@
 
 use mage_common::device::*;
 
+pub use crate::logistic::{B0, B1, gelu_with};
+
 pub const THREADS: u32 = 256;
-
-/// `−2·log2(e)·√(2/π)`: `s = z·(B0 + B1·z²) = −2u·log2(e)`.
-pub const B0: f32 = -crate::A0;
-/// `B0 · 0.044715`.
-pub const B1: f32 = -crate::A1;
-
-/// `gelu(z) = z·σ(2u)` with `ex2` and `rsqrt` standing for `ex2.approx` and
-/// `rsqrt.approx` (tests pass them perturbed to the edges of their contract).
-#[inline(always)]
-pub fn gelu_with(z: f32, ex2: impl Fn(f32) -> f32, rsqrt: impl Fn(f32) -> f32) -> f32 {
-    let s = z * fma(B1, z * z, B0);
-    let r = rsqrt(1.0 + ex2(s));
-    z * (r * r)
-}
 
 mage_common::kernel! {
     /// Thread `q` of the flat grid writes quad `q` (elements `4q..4q + 4`);

@@ -7,7 +7,11 @@
 //!   thread per column for dbias, rows in order;
 //! * [`tiles`]: each op's mage-002, a block per column tile and chunk of
 //!   rows writing dx and its partial dbias row, then the chunks added in
-//!   order.
+//!   order;
+//! * [`slabs`]: each op's mage-003, a block per chunk of four-row slabs
+//!   writing dx from flat quads at any width and its partial dbias row
+//!   (column sums from shared memory), then the chunks added in order with
+//!   a batch of loads in flight.
 //!
 //! Each stage declares its own `kernel!` entries (their names are the
 //! op's) calling these bodies with its op's element
@@ -19,6 +23,7 @@
 //! changes a body takes a module of its own.
 
 pub mod columns;
+pub mod slabs;
 pub mod tiles;
 
 /// The gradient of one element, `dy·gelu'(z)` with `z = x + bias` as the

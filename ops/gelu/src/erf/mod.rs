@@ -26,10 +26,12 @@
 //! |---|---|
 //! | [`mage_001`] | one element per thread, Φ from an erfc fit with its exponent in two parts (no libm on nvptx) |
 //! | [`mage_002`] | one 128-bit quad per thread, mage-001's arithmetic |
+//! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width, the bias column carried along, a thread a quad ([`crate::flat_quads`], shared with gelu's mage-003); mage-001's arithmetic |
 //! | [`normal_cdf`] | the kernel body both share: Φ(z) in FP32, and its error against f64 |
 
 pub mod mage_001;
 pub mod mage_002;
+pub mod mage_003;
 pub mod normal_cdf;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -68,7 +70,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
 
     /// The stage `current` runs for these dims.
     pub fn choose(d: &[u32]) -> &'static Stage {
