@@ -322,6 +322,18 @@ def main():
             got, want = m(), t()
             line("PASS" if got.shape == want.shape and torch.equal(got, want) else "FAIL", f"empty {name}", f"shape {list(got.shape)}")
     attempt("empty tensors", empty_cases)
+    def misaligned_views():
+        # Views starting 4 bytes into their storage: the ops copy them to a
+        # block of their own; a launch on preallocated tensors refuses them.
+        flat = torch.randn(64 * 768 + 1, device=dev)
+        v = flat[1:].view(64, 768)
+        w, b = torch.randn(768, device=dev), torch.randn(768, device=dev)
+        ok = torch.equal(mage.layer_norm(v, [768], w, b), mage.layer_norm(v.clone(), [768], w, b))
+        ok &= torch.equal(mage.gelu(v, approximate="tanh"), mage.gelu(v.clone(), approximate="tanh"))
+        ok &= torch.equal(mage.bias_gelu(v, flat[1:769]), mage.bias_gelu(v.clone(), flat[1:769].clone()))
+        line("PASS" if ok else "FAIL", "views off a 16-byte boundary (layer_norm, gelu, bias_gelu)", "equal to the same calls on copies" if ok else "a call differs from its copy's")
+        refused("launch on a view off a 16-byte boundary refused", lambda: mage.launch("gelu", "current", [v, w], torch.empty(64, 768, device=dev)), "not a multiple of 16 bytes")
+    attempt("misaligned views", misaligned_views)
     x = torch.randn(4, 8, device=dev)
     refused("float64 refused", lambda: mage.layer_norm(x.double(), [8]), "torch.float64")
     refused("bfloat16 refused", lambda: mage.gelu(x.bfloat16(), approximate="tanh"), "torch.bfloat16")

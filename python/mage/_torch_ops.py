@@ -833,7 +833,9 @@ class Graph:
                 if t.numel() and (int(t.min()) < 0 or int(t.max()) >= 2**31):
                     raise MageError(f"mage.Graph: {what} holds a value outside 0 to 2^31 - 1; Mage's graphs are int32")
                 t = t.to(torch.int32)
-            converted.append(t.contiguous())
+            t = t.contiguous()
+            # A view starting off a 16-byte boundary gets a block of its own (the extension refuses it).
+            converted.append(t.clone() if t.data_ptr() % 16 else t)
         self.rowptr, self.indices = converted
         self.num_nodes = num_nodes
         self.info = _C.GraphInfo(self.rowptr, self.indices, num_nodes)

@@ -227,7 +227,9 @@ impl Launcher {
     /// which `current` picks (no device access). `constants`: `[(name,
     /// value)]` of the op's constants set for this call (LayerNorm's
     /// `eps`), an error where the stage's kernels fix it. A non-contiguous
-    /// input is refused: the kernels read rows as they lie.
+    /// input is refused: the kernels read rows as they lie. An input that
+    /// starts off a 16-byte boundary (a view into another tensor) is
+    /// copied first (`clone`), as the kernels' 16-byte copies need.
     #[pyo3(signature = (inputs, device, stream, stage = CURRENT, graph = None, constants = None))]
     fn run<'py>(
         &self,
@@ -248,14 +250,22 @@ impl Launcher {
             let roles: Vec<_> = op.inputs.iter().map(|i| i.role).collect();
             return Err(error(format!("{} takes {} inputs ({}), got {}", op.name, op.inputs.len(), roles.join(", "), inputs.len())));
         }
+        let mut inputs = inputs;
         let mut shapes = Vec::with_capacity(inputs.len());
         let mut ptrs = Vec::with_capacity(inputs.len() + 4);
-        for (t, spec) in inputs.iter().zip(op.inputs) {
+        for (t, spec) in inputs.iter_mut().zip(op.inputs) {
             if !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
                 return Err(error(format!("{}: input {} is not contiguous (.contiguous() first)", op.name, spec.role)));
             }
+            let mut ptr = t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?;
+            if !ptr.is_multiple_of(tensor::ALIGN) {
+                // A view starting inside another tensor's storage: copied to
+                // a block of its own, as the kernels' 16-byte copies need.
+                *t = t.call_method0(pyo3::intern!(py, "clone"))?;
+                ptr = t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?;
+            }
             shapes.push(shape_of(t)?);
-            ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
+            ptrs.push(ptr);
         }
         let like = self.f32_input.map(|i| (&inputs[i], shapes[i].clone()));
         let planned = self.planned(stage, shapes, graph.as_deref(), &constants)?;

@@ -5,6 +5,11 @@ use crate::error;
 use mage_common::op::{Elem, HostBuf, Op};
 use pyo3::prelude::*;
 
+/// The alignment every buffer a kernel reads or writes starts at: the
+/// stages' 16-byte vector copies need it, and PyTorch's allocator gives
+/// it (a view into another tensor may not have it).
+pub const ALIGN: u64 = 16;
+
 /// What a launch needs of one tensor.
 pub struct Tensor {
     pub role: String,
@@ -50,7 +55,13 @@ impl Tensor {
         let shape: Vec<usize> = obj.getattr("shape")?.try_iter()?.map(|d| d.and_then(|d| d.extract::<usize>())).collect::<PyResult<_>>()?;
         let numel: u64 = obj.call_method0("numel")?.extract()?;
         let device: usize = obj.getattr("device")?.getattr("index")?.extract::<Option<usize>>()?.unwrap_or(0);
-        Ok(Tensor { role: role.into(), device, elem, shape, ptr: obj.call_method0("data_ptr")?.extract()?, bytes: numel * 4 })
+        let ptr: u64 = obj.call_method0("data_ptr")?.extract()?;
+        if !ptr.is_multiple_of(ALIGN) && numel > 0 {
+            return Err(error(format!(
+                "{role} starts at an address that is not a multiple of {ALIGN} bytes (a view into another tensor): the kernels' 16-byte copies need it (.clone() makes a tensor of its own)"
+            )));
+        }
+        Ok(Tensor { role: role.into(), device, elem, shape, ptr, bytes: numel * 4 })
     }
 
     /// This tensor's contents on the host (PyTorch's current stream must
