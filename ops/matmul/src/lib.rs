@@ -17,6 +17,7 @@
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
 //! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
+//! | [`split_k`] | the second pass of a split-K product ([`tn`]'s mage-004): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Beside it, two ops of their own with the same dims `[m, n, k]`, for the
@@ -64,6 +65,7 @@ pub mod mage_009;
 pub mod mage_010;
 pub mod nt;
 pub mod space;
+pub mod split_k;
 pub mod tf32x3;
 pub mod tile16;
 pub mod tn;
