@@ -106,14 +106,34 @@ pub(crate) unsafe fn load_quad<const VEC: bool>(p: *const f32, row: u32, rows: u
 /// `p` must hold the `rows * cols` matrix.
 #[inline(always)]
 pub(crate) unsafe fn cp_async_quad<const VEC: bool>(dst: u32, p: *const f32, row: u32, rows: u32, col: u32, cols: u32) {
+    unsafe { cp_async_quad_strided::<VEC>(dst, p, row, rows, col, cols, cols) }
+}
+
+/// [`cp_async_quad`] in a window of `cols` columns of a matrix whose rows
+/// are `stride` floats apart (`stride >= cols`): the quad at `p[row *
+/// stride + col ..]`, zero-filled past `rows` and `cols`. `VEC` needs
+/// `stride`, `cols` and `p`'s offset multiples of 4 floats.
+///
+/// # Safety
+/// `p` must hold `rows` rows of `stride` floats, the last `cols` long.
+#[inline(always)]
+pub(crate) unsafe fn cp_async_quad_strided<const VEC: bool>(
+    dst: u32,
+    p: *const f32,
+    row: u32,
+    rows: u32,
+    col: u32,
+    cols: u32,
+    stride: u32,
+) {
     if VEC {
         let ok = row < rows && col < cols;
-        let src = if ok { row * cols + col } else { 0 };
+        let src = if ok { row * stride + col } else { 0 };
         unsafe { cp_async_ca_16_zfill(dst, p, src, if ok { 16 } else { 0 }) };
     } else {
         for j in 0..4 {
             let ok = row < rows && col + j < cols;
-            let src = if ok { row * cols + col + j } else { 0 };
+            let src = if ok { row * stride + col + j } else { 0 };
             unsafe { cp_async_ca_4_zfill(dst + 4 * j, p, src, if ok { 4 } else { 0 }) };
         }
     }
