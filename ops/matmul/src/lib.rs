@@ -16,8 +16,9 @@
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
-//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
-//! | [`split_k`] | the second pass of a split-K product ([`tn`]'s mage-004): each element's partials over the K slices added in slice order |
+//! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
+//! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
+//! | [`split_k`] | the second pass of a split-K product (mage-011's and [`tn`]'s mage-004's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Beside it, two ops of their own with the same dims `[m, n, k]`, for the
@@ -63,6 +64,7 @@ pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
+pub mod mage_011;
 pub mod nt;
 pub mod space;
 pub mod split_k;
@@ -299,10 +301,12 @@ mod host {
     ///
     /// Why: the FMA stages sum each output by `k` fused multiply-adds, one
     /// rounding each, which [`sum_of_products`] bounds for any data. The
-    /// 3xTF32 stages (mage-009, mage-010) err per term by at most `38 u |a
-    /// b|` (the split's roundings, the dropped `a_lo b_lo` and the tensor
-    /// core's truncating partial sums of 12 instructions) and then add
-    /// `⌈k/32⌉` tile sums in FP32 (module doc of [`mage_009`]); from k ≈ 40
+    /// 3xTF32 stages (mage-009, mage-010, mage-011) err per term by at most
+    /// `38 u |a b|` (the split's roundings, the dropped `a_lo b_lo` and the
+    /// tensor core's truncating partial sums of 12 instructions) and then
+    /// add `⌈k/32⌉` tile sums in FP32 (module doc of [`mage_009`]; split
+    /// over slices of K, in a tree no deeper than that chain: [`mage_011`]);
+    /// from k ≈ 40
     /// the FP32 chain's bound is the larger. Both are worst cases over
     /// every rounding and scale with the data: inputs of 1e-6 or 1e15, rows
     /// scaled by 10^U(-3,3), constant matrices and cancelling sums are all
@@ -372,7 +376,7 @@ mod host {
     pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 8] = [
+    pub static STAGES: [&Stage; 9] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -381,6 +385,7 @@ mod host {
         &mage_008::STAGE,
         &mage_009::STAGE,
         &mage_010::STAGE,
+        &mage_011::STAGE,
     ];
 
     /// The sweep of matmul, `matmul_nt` and `matmul_tn`.
