@@ -36,7 +36,7 @@
 //! gives the same bits, with no atomics. Where `n` is not a multiple of 4
 //! it writes C's `n` columns of the partials' `n4` itself, so a padded
 //! shape takes no copy of C back. One slice (the rule's choice where the
-//! tiles fill the GPU, and for `k < 128`) is mage-009's plan (mage-010's
+//! tiles fill the GPU, and for `k <= 64`) is mage-009's plan (mage-010's
 //! where rows are padded): one launch of the product straight into C (or
 //! into C's padded copy), the same bits.
 //!
@@ -50,11 +50,11 @@
 //! the totals launch (2.5 µs and `(slices + 1)·m·n·4` bytes at 3 TB/s)
 //! where there are two slices or more. One slice at mage-009's rows
 //! ([`crate::tf32x3::tile_rows`]) and every slice count from 2 to
-//! `min(k4 / 64, 1024)` at both heights are tried, the cheapest kept, one
+//! `min(⌈k4 / 64⌉, 1024)` at both heights are tried, the cheapest kept, one
 //! slice on a tie. It gives 4 slices of 64 at 64 rows at 256³, 4 of 128
 //! at 64 rows at 512³, 3 of 384 at 128 rows at 1000x1037x999, and one
 //! slice at 1024³, 2048³, 4096x4096x1024, 1000x1000x999, 1023³ and every
-//! `k < 128` (`tests/split_k.rs`).
+//! `k <= 64` (`tests/split_k.rs`).
 //!
 //! ## Error
 //!
@@ -221,7 +221,7 @@ mod host {
 
     /// The tile rows and the K per slice for these dims: of one slice
     /// (`k4`, at mage-009's rows, [`tile_rows`]) and, at 64 and at 128 rows
-    /// for every count `s` from 2 to `min(k4 / SLICE_QUANTUM,
+    /// for every count `s` from 2 to `min(⌈k4 / SLICE_QUANTUM⌉,
     /// MAX_SLICES)`, `⌈k4 / s⌉` rounded up to [`SLICE_QUANTUM`], the one
     /// [`estimate_ns`] puts cheapest (one slice, then 64 rows, then the
     /// longer slice on a tie).
@@ -231,7 +231,7 @@ mod host {
         let one = tile_rows(&p);
         let mut best = (estimate_ns(d, one, k4), one, k4);
         for rows in [64, 128] {
-            for s in 2..=(k4 / SLICE_QUANTUM).min(MAX_SLICES) {
+            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
                 let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
                 let cost = estimate_ns(d, rows, len);
                 if cost < best.0 {

@@ -281,7 +281,7 @@ fn mage_011_with_one_slice_is_mage_009_to_the_bit() {
 /// mage-011's rule at the shapes it is for and at those where it keeps
 /// one slice, and its limits: slices a multiple of 64 wherever there are
 /// two or more, and then cheaper by the model than one slice at mage-009's
-/// rows; one slice for k < 128; the plan's scratch, grid and shared bytes.
+/// rows; one slice for k <= 64; the plan's scratch, grid and shared bytes.
 #[test]
 fn the_mage_011_slice_rule_from_the_dims() {
     for (d, want_rows, want_slices, want_len) in [
@@ -302,7 +302,7 @@ fn the_mage_011_slice_rule_from_the_dims() {
         assert_eq!((rows, mage_011::slices(&d), len), (want_rows, want_slices, want_len), "{d:?}");
     }
     for m in [1, 32, 64, 100, 128, 256, 768, 1000, 1024, 4096] {
-        for k in [1, 63, 64, 127, 128, 255, 256, 999, 1024, 4096, 16384, 1 << 20] {
+        for k in [1, 63, 64, 65, 127, 128, 255, 256, 999, 1024, 4096, 16384, 1 << 20] {
             let d = [m, m + 3, k];
             let [_, n4, k4] = mage_011::padded(&d);
             let ((rows, len), s) = (mage_011::split(&d), mage_011::slices(&d));
@@ -310,7 +310,7 @@ fn the_mage_011_slice_rule_from_the_dims() {
             if s == 1 {
                 assert_eq!(len, k4, "{d:?}");
             } else {
-                assert!(k >= 128 && len.is_multiple_of(mage_011::SLICE_QUANTUM) && (s - 1) * len < k4, "{d:?}: {s} of {len}");
+                assert!(k > 64 && len.is_multiple_of(mage_011::SLICE_QUANTUM) && (s - 1) * len < k4, "{d:?}: {s} of {len}");
                 let one = mage_matmul::tf32x3::tile_rows(&mage_011::padded(&d));
                 assert!(mage_011::estimate_ns(&d, rows, len) < mage_011::estimate_ns(&d, one, k4), "{d:?}: {s} slices");
             }
