@@ -17,6 +17,7 @@
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
 //! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
+//! | [`mage_012`] | small k on CUDA cores: a 4x4 register tile per thread straight from global memory, no shared memory or barrier, exactly `k` terms |
 //! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
 //! | [`split_k`] | the second pass of a split-K product (mage-011's and [`tn`]'s mage-004's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
@@ -42,10 +43,11 @@
 //! where the rows they read and write allow it and `_scalar` otherwise,
 //! and the plan picks one (see [`vector_rows`]).
 //!
-//! Every stage through mage-007 ([`FMA_STAGES`]) accumulates each output as
-//! `acc = fma(a[i, p], b[p, j], acc)` for `p = 0, 1, ..., k - 1` in that
-//! order, so all of them give the same bits on the emulator, and the GPU
-//! gives those bits too (explicit `fma`, nothing left to contraction).
+//! Every stage through mage-007, and mage-012 ([`FMA_STAGES`]),
+//! accumulates each output as `acc = fma(a[i, p], b[p, j], acc)` for `p =
+//! 0, 1, ..., k - 1` in that order, so all of them give the same bits on
+//! the emulator, and the GPU gives those bits too (explicit `fma`, nothing
+//! left to contraction).
 //! mage-009 sums three TF32 products per term on tensor cores: other bits,
 //! under the same tolerance ([`tolerance`]; its error analysis is in
 //! [`mage_009`]). The TF32 stage is checked under its own tolerance
@@ -65,6 +67,7 @@ pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
 pub mod mage_011;
+pub mod mage_012;
 pub mod nt;
 pub mod space;
 pub mod split_k;
@@ -373,10 +376,11 @@ mod host {
 
     /// The stages that sum each output by one `fma` per term in order: the
     /// same bits, all of them.
-    pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+    pub static FMA_STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_012::STAGE];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 9] = [
+    pub static STAGES: [&Stage; 10] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -386,6 +390,7 @@ mod host {
         &mage_009::STAGE,
         &mage_010::STAGE,
         &mage_011::STAGE,
+        &mage_012::STAGE,
     ];
 
     /// The sweep of matmul, `matmul_nt` and `matmul_tn`.
