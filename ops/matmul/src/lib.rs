@@ -16,7 +16,10 @@
 //! | [`mage_008`] | TF32, outside the FP32 contract: one `cvt.rna` product per term on `wgmma` tensor cores (sm_90a), 64x64 tiles, one warpgroup |
 //! | [`mage_009`] | FP32 accuracy on TF32 tensor cores: three products per term (3xTF32), A in registers, two warpgroups, four `cp.async` stages, 128x128 or 64x128 tiles |
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
-//! | [`tf32x3`] | the kernel body of mage-009 and mage-010: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
+//! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
+//! | [`mage_012`] | small k on CUDA cores: a 4x4 register tile per thread straight from global memory, no shared memory or barrier, exactly `k` terms |
+//! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
+//! | [`split_k`] | the second pass of a split-K product (mage-011's and [`tn`]'s mage-004's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Beside it, two ops of their own with the same dims `[m, n, k]`, for the
@@ -40,10 +43,11 @@
 //! where the rows they read and write allow it and `_scalar` otherwise,
 //! and the plan picks one (see [`vector_rows`]).
 //!
-//! Every stage through mage-007 ([`FMA_STAGES`]) accumulates each output as
-//! `acc = fma(a[i, p], b[p, j], acc)` for `p = 0, 1, ..., k - 1` in that
-//! order, so all of them give the same bits on the emulator, and the GPU
-//! gives those bits too (explicit `fma`, nothing left to contraction).
+//! Every stage through mage-007, and mage-012 ([`FMA_STAGES`]),
+//! accumulates each output as `acc = fma(a[i, p], b[p, j], acc)` for `p =
+//! 0, 1, ..., k - 1` in that order, so all of them give the same bits on
+//! the emulator, and the GPU gives those bits too (explicit `fma`, nothing
+//! left to contraction).
 //! mage-009 sums three TF32 products per term on tensor cores: other bits,
 //! under the same tolerance ([`tolerance`]; its error analysis is in
 //! [`mage_009`]). The TF32 stage is checked under its own tolerance
@@ -62,8 +66,11 @@ pub mod mage_007;
 pub mod mage_008;
 pub mod mage_009;
 pub mod mage_010;
+pub mod mage_011;
+pub mod mage_012;
 pub mod nt;
 pub mod space;
+pub mod split_k;
 pub mod tf32x3;
 pub mod tile16;
 pub mod tn;
@@ -104,14 +111,34 @@ pub(crate) unsafe fn load_quad<const VEC: bool>(p: *const f32, row: u32, rows: u
 /// `p` must hold the `rows * cols` matrix.
 #[inline(always)]
 pub(crate) unsafe fn cp_async_quad<const VEC: bool>(dst: u32, p: *const f32, row: u32, rows: u32, col: u32, cols: u32) {
+    unsafe { cp_async_quad_strided::<VEC>(dst, p, row, rows, col, cols, cols) }
+}
+
+/// [`cp_async_quad`] in a window of `cols` columns of a matrix whose rows
+/// are `stride` floats apart (`stride >= cols`): the quad at `p[row *
+/// stride + col ..]`, zero-filled past `rows` and `cols`. `VEC` needs
+/// `stride`, `cols` and `p`'s offset multiples of 4 floats.
+///
+/// # Safety
+/// `p` must hold `rows` rows of `stride` floats, the last `cols` long.
+#[inline(always)]
+pub(crate) unsafe fn cp_async_quad_strided<const VEC: bool>(
+    dst: u32,
+    p: *const f32,
+    row: u32,
+    rows: u32,
+    col: u32,
+    cols: u32,
+    stride: u32,
+) {
     if VEC {
         let ok = row < rows && col < cols;
-        let src = if ok { row * cols + col } else { 0 };
+        let src = if ok { row * stride + col } else { 0 };
         unsafe { cp_async_ca_16_zfill(dst, p, src, if ok { 16 } else { 0 }) };
     } else {
         for j in 0..4 {
             let ok = row < rows && col + j < cols;
-            let src = if ok { row * cols + col + j } else { 0 };
+            let src = if ok { row * stride + col + j } else { 0 };
             unsafe { cp_async_ca_4_zfill(dst + 4 * j, p, src, if ok { 4 } else { 0 }) };
         }
     }
@@ -277,10 +304,12 @@ mod host {
     ///
     /// Why: the FMA stages sum each output by `k` fused multiply-adds, one
     /// rounding each, which [`sum_of_products`] bounds for any data. The
-    /// 3xTF32 stages (mage-009, mage-010) err per term by at most `38 u |a
-    /// b|` (the split's roundings, the dropped `a_lo b_lo` and the tensor
-    /// core's truncating partial sums of 12 instructions) and then add
-    /// `⌈k/32⌉` tile sums in FP32 (module doc of [`mage_009`]); from k ≈ 40
+    /// 3xTF32 stages (mage-009, mage-010, mage-011) err per term by at most
+    /// `38 u |a b|` (the split's roundings, the dropped `a_lo b_lo` and the
+    /// tensor core's truncating partial sums of 12 instructions) and then
+    /// add `⌈k/32⌉` tile sums in FP32 (module doc of [`mage_009`]; split
+    /// over slices of K, in a tree no deeper than that chain: [`mage_011`]);
+    /// from k ≈ 40
     /// the FP32 chain's bound is the larger. Both are worst cases over
     /// every rounding and scale with the data: inputs of 1e-6 or 1e15, rows
     /// scaled by 10^U(-3,3), constant matrices and cancelling sums are all
@@ -347,10 +376,11 @@ mod host {
 
     /// The stages that sum each output by one `fma` per term in order: the
     /// same bits, all of them.
-    pub static FMA_STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE];
+    pub static FMA_STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_012::STAGE];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 8] = [
+    pub static STAGES: [&Stage; 10] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -359,6 +389,8 @@ mod host {
         &mage_008::STAGE,
         &mage_009::STAGE,
         &mage_010::STAGE,
+        &mage_011::STAGE,
+        &mage_012::STAGE,
     ];
 
     /// The sweep of matmul, `matmul_nt` and `matmul_tn`.

@@ -1,6 +1,6 @@
-//! The 3xTF32 product on `wgmma` shared by mage-009 and mage-010, and by
-//! the transposed products' stages (`matmul_nt` mage-002, `matmul_tn`
-//! mage-002 and mage-003): tiles, shared-memory layout, pipeline and kernel
+//! The 3xTF32 product on `wgmma` shared by mage-009, mage-010 and
+//! mage-011, and by the transposed products' stages (`matmul_nt` mage-002,
+//! `matmul_tn` mage-002, mage-003 and mage-004): tiles, shared-memory layout, pipeline and kernel
 //! body. What it does and why, its error analysis and what it measured are
 //! in [`crate::mage_009`]'s module doc; the stages own their kernel entries
 //! and plans.
@@ -13,9 +13,10 @@
 //! the same instructions in the same order (only label numbers moved) and
 //! their ptxas resources are unchanged (`tests/resources.rs`). [`NByK`]
 //! takes B `[n, k]` (`matmul_nt`), [`AKByM`] A `[k, m]` (`matmul_tn`'s
-//! mage-003).
+//! mage-003), and [`KSliceByN`] is matmul's over one slice of K
+//! (mage-011's split-K: A's rows longer than the slice).
 
-use crate::cp_async_quad;
+use crate::{cp_async_quad, cp_async_quad_strided};
 use mage_common::device::wgmma::*;
 use mage_common::device::*;
 
@@ -359,6 +360,45 @@ impl Layout for NByK {
     }
 }
 
+/// matmul's layout over one slice of K (split-K, mage-011): A `[m, k]`
+/// read in a window of `k` columns (the slice's length; the caller moves
+/// `a` to the slice's first column) of rows [`Block::a_row`] floats apart,
+/// B `[k, n]` from the slice's first row as [`KByN`] reads it. Everything
+/// else is [`KByN`]'s: the same copies (the chunks' columns and zero-fill
+/// bounds; only A's row stride is not the bound), split, fragments and
+/// stores, so a slice's partial is mage-009's product over the slice.
+pub struct KSliceByN;
+
+impl Layout for KSliceByN {
+    /// [`Layout::issue_a`]'s copies with A's rows `a_row` apart.
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        let t = thread_idx_x();
+        let k0 = tile * BK;
+        for i in 0..T::BM / 32 {
+            let q = t + THREADS * i;
+            let (r, c) = (q / 8, q % 8);
+            let dst = stage + swizzled(r, c);
+            unsafe { cp_async_quad_strided::<VEC>(dst, blk.a, blk.row0 + r, blk.m, k0 + 4 * c, blk.k, blk.a_row) };
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { KByN::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        KByN::fragment(at, s)
+    }
+
+    #[inline(always)]
+    unsafe fn store<T: Tile>(blk: &Block, c: *mut f32, acc: &T::Acc) {
+        unsafe { KByN::store::<T>(blk, c, acc) }
+    }
+}
+
 /// Floats per row of [`AKByM`]'s raw A tile: 4 more than its 64 rows of
 /// C, so that the 8 K rows a quarter-warp's 16-byte reads touch fall on 8
 /// different 16-byte slots of the banks.
@@ -484,6 +524,10 @@ pub struct Block {
     pub(crate) m: u32,
     pub(crate) n: u32,
     pub(crate) k: u32,
+    /// Floats from one row of A to the next where A `[m, k]` is read over
+    /// a slice of its K ([`KSliceByN`]: the whole rows' length); the other
+    /// layouts read `k`.
+    pub(crate) a_row: u32,
     pub(crate) row0: u32,
     pub(crate) col0: u32,
     /// K tiles, rounded up to even: an odd count gets a last tile of zeros.
@@ -535,10 +579,28 @@ fn prepare<const VEC: bool, T: Tile, L: Layout>(blk: &Block, tile: u32) {
 /// (or `n * k`) one as `L` lays it out.
 #[inline(always)]
 pub(crate) unsafe fn body<const VEC: bool, T: Tile, L: Layout>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
+    unsafe { body_with_a_rows::<VEC, T, L>(a, b, c, m, n, k, k) }
+}
+
+/// [`body`] with A's rows `a_row` floats apart (`a_row >= k`), for a
+/// layout that reads A over a slice of its K ([`KSliceByN`]).
+///
+/// # Safety
+/// As [`body`], `a` holding `m` rows of `a_row` floats.
+#[inline(always)]
+pub(crate) unsafe fn body_with_a_rows<const VEC: bool, T: Tile, L: Layout>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    a_row: u32,
+) {
     let tiles_n = n.div_ceil(BN);
     let (row0, col0) = (block_idx_x() / tiles_n * T::BM, block_idx_x() % tiles_n * BN);
     let tiles = k.div_ceil(BK).next_multiple_of(2);
-    let blk = Block { a, b, m, n, k, row0, col0, tiles, first: align_up_in_window(0, ATOM_BYTES) };
+    let blk = Block { a, b, m, n, k, a_row, row0, col0, tiles, first: align_up_in_window(0, ATOM_BYTES) };
     for tile in 0..LOOKAHEAD {
         blk.issue::<VEC, T, L>(tile);
     }

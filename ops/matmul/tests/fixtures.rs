@@ -7,7 +7,10 @@ use mage_matmul::{OP, STAGES};
 #[test]
 fn golden_cases() {
     let n = mage_common::fixtures::check_golden_cases(&OP).unwrap_or_else(|e| panic!("{e}"));
-    assert!(n >= 3 * STAGES.len(), "only {n} (case, stage) pairs ran");
+    assert!(n >= 4 * STAGES.len(), "only {n} (case, stage) pairs ran");
+    // 33x70x301 is where mage-011 splits K (5 slices of 64), with A's and
+    // B's rows padded and C's columns cut by the totals.
+    assert_eq!(mage_matmul::mage_011::slices(&[33, 70, 301]), 5);
 }
 
 /// The same for the transposed products, `matmul_nt` (A·Bᵀ) and `matmul_tn`

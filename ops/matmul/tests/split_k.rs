@@ -1,14 +1,15 @@
-//! `matmul_tn` mage-004 (split-K) on the emulator: slices with every kind
-//! of tail against the f64 reference, the output every element written
-//! over its poison, the same bits as the slices' partials (mage-003's
-//! product over each slice alone) added in the kernel's order, the same
-//! bits on every run; and its slice rule on the host at the shapes it is
+//! The split-K stages, `matmul_tn` mage-004 and matmul mage-011, on the
+//! emulator: slices with every kind of tail against the f64 reference, the
+//! output every element written over its poison, the same bits as the
+//! slices' partials (the one-slice product over each slice alone) added in
+//! the kernel's order, the same bits on every run, one slice the unsplit
+//! stage's bits; and their slice rules on the host at the shapes they are
 //! for.
 
 use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, OUTPUT_POISON, Plan, check_plan, emulate_plan};
-use mage_matmul::TN;
 use mage_matmul::tn::mage_004::{self, MIN_SLICE_K, SLICE_QUANTUM, estimate_ns, plan_with_slice_k, slice_k, slices, tiles, total_groups};
+use mage_matmul::{OP, TN, mage_009, mage_010, mage_011};
 
 /// Shapes and slice lengths: tails in m and n (not multiples of 4, 64 or
 /// 128), a last slice shorter than the others and not a multiple of 32,
@@ -149,5 +150,178 @@ fn the_slice_rule_from_the_dims() {
     for s in 1..=mage_004::MAX_SLICES {
         let g = total_groups(s);
         assert!(s.div_ceil(g) + g <= s + 1, "{s} slices in {g} segments");
+    }
+}
+
+/// matmul mage-011's shapes, tile rows and slice lengths: 16-byte rows
+/// (one launch of the product, then the totals), `n` not a multiple of 4
+/// (the totals cut C's columns from the padded partials), `k` not a
+/// multiple of 4 (A and B padded), both; tails in m and n at both tile
+/// heights, several row and column tiles, a last slice shorter than the
+/// others and not a multiple of 32 (a padded tile), slices of 64 (two K
+/// tiles) and of 192 (six), more than `SEGMENT` slices (two segments) and
+/// 33 slices (eight segments of 5, the last empty).
+const MATMUL_CASES: [([u32; 3], u32, u32); 10] = [
+    ([17, 20, 200], 64, 64),    // 4 slices, the last 8 long; v4 rows
+    ([65, 130, 150], 64, 64),   // k and n padded; 3 slices, the last 24 (k4 152); two row and two column tiles
+    ([64, 128, 256], 128, 64),  // exact tiles and slices, 128 rows
+    ([37, 29, 97], 128, 64),    // 2 slices, the last 36 of k4 = 100; padded both
+    ([96, 132, 100], 64, 64),   // 2 slices, rows a multiple of 4 with partial tiles
+    ([130, 36, 401], 128, 192), // 3 slices of 192, the last 20 (k4 404); k padded, two row tiles of 128
+    ([3, 2, 250], 64, 64),      // 4 slices, n = 2: the cut of every quad
+    ([5, 7, 600], 64, 64),      // 10 slices: two segments of 5
+    ([4, 6, 2100], 64, 64),     // 33 slices: eight segments of 5, the last empty; n padded
+    ([8, 12, 1153], 64, 64),    // 19 slices: four segments of 5, the last 4; k padded
+];
+
+fn run_matmul(plan: &Plan, d: &[u32], inputs: &[HostBuf]) -> Vec<f32> {
+    emulate_plan(&OP, plan, d, inputs).unwrap_or_else(|e| panic!("mage-011 at {d:?}: {e}"))
+}
+
+/// The launches of mage-011's plan: the padding where rows are not
+/// 16-byte, the product with a grid dimension of slices, the totals.
+#[test]
+fn mage_011_with_tails_matches_the_reference_and_writes_every_element() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().enumerate() {
+        let plan = mage_011::plan_with(&d, rows, len);
+        let aligned = d[1] % 4 == 0 && d[2] % 4 == 0;
+        let names: Vec<_> = plan.launches.iter().map(|l| l.kernel.name).collect();
+        let product = format!("matmul_3xtf32_splitk_m{rows}");
+        let want: Vec<&str> = if aligned {
+            vec![&product, "matmul_add_slices"]
+        } else {
+            vec!["matmul_resize", "matmul_resize", &product, "matmul_add_slices"]
+        };
+        assert_eq!(names, want, "{d:?}");
+        let k4 = d[2].next_multiple_of(4);
+        assert_eq!(plan.launches[names.len() - 2].grid.y, k4.div_ceil(len), "{d:?}");
+        let inputs = OP.generate(&d, 600 + i as u64);
+        let out = run_matmul(&plan, &d, &inputs);
+        let unwritten = out.iter().filter(|x| x.to_bits() == OUTPUT_POISON).count();
+        assert_eq!(unwritten, 0, "{d:?} in slices of {len}: {unwritten} elements left as poison");
+        check_plan(&OP, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{d:?} in slices of {len}: {e}"));
+    }
+}
+
+/// Each of mage-011's partials is its one-slice product over the slice
+/// alone (A's columns and B's rows `k0..k0 + len`, padded as the whole is:
+/// the zeros past `k` add exactly nothing), and the totals add them as
+/// `total_groups` says. The split output is that sum, to the bit, and the
+/// same bits on a second run.
+#[test]
+fn mage_011_is_the_slices_partials_added_in_order_to_the_bit() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().enumerate().filter(|(i, _)| [0, 1, 3, 5, 7, 9].contains(i)) {
+        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+        let inputs = OP.generate(&d, 950 + i as u64);
+        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+        let s = d[2].next_multiple_of(4).div_ceil(len) as usize;
+        let partials: Vec<Vec<f32>> = (0..s)
+            .map(|j| {
+                let (k0, k1) = (j * len as usize, ((j + 1) * len as usize).min(k));
+                let sd = [d[0], d[1], (k1 - k0) as u32];
+                let a_slice: Vec<f32> = (0..m).flat_map(|r| a[r * k + k0..r * k + k1].to_vec()).collect();
+                let part = vec![HostBuf::F32(a_slice), HostBuf::F32(b[k0 * n..k1 * n].to_vec())];
+                let one = mage_011::plan_with(&sd, rows, sd[2].next_multiple_of(4));
+                assert!(one.launches.iter().all(|l| l.kernel.name != "matmul_add_slices"));
+                run_matmul(&one, &sd, &part)
+            })
+            .collect();
+        let groups = total_groups(s as u32) as usize;
+        let per = s.div_ceil(groups);
+        let want: Vec<f32> = (0..m * n)
+            .map(|e| {
+                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
+                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
+            })
+            .collect();
+        let plan = mage_011::plan_with(&d, rows, len);
+        let out = run_matmul(&plan, &d, &inputs);
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} in slices of {len}: {differ} of {} elements differ from the partials' sum", out.len());
+        let again = run_matmul(&plan, &d, &inputs);
+        assert_eq!(bits_differing(&out, &again), 0, "{d:?}: a second run differs");
+    }
+}
+
+/// One slice is mage-009's product: where rows are 16-byte, one launch
+/// straight into C with mage-009's bits (its plan at the same tile rows);
+/// where they are not, mage-010's padding around it, and mage-010's bits
+/// (which are mage-009's, `tests/stages.rs`).
+#[test]
+fn mage_011_with_one_slice_is_mage_009_to_the_bit() {
+    for rows in [64, 128] {
+        for d in [[17, 20, 100], [64, 128, 96], [130, 260, 200], [65, 66, 255], [37, 29, 33], [1, 1, 1], [129, 68, 7]] {
+            let plan = mage_011::plan_with(&d, rows, d[2].next_multiple_of(4));
+            let aligned = d[1] % 4 == 0 && d[2] % 4 == 0;
+            assert_eq!(
+                plan.launches.len(),
+                if aligned {
+                    1
+                } else if d[1] % 4 == 0 {
+                    3
+                } else {
+                    4
+                },
+                "{d:?}"
+            );
+            assert_eq!(plan.scratch.is_empty(), aligned);
+            let inputs = OP.generate(&d, 78);
+            let want = run_matmul(&mage_009::plan_with_rows(&d, rows), &d, &inputs);
+            assert_eq!(bits_differing(&run_matmul(&plan, &d, &inputs), &want), 0, "{d:?} at {rows} rows");
+        }
+    }
+    for d in [[130, 131, 97], [300, 257, 64]] {
+        let inputs = OP.generate(&d, 79);
+        let (one, ten) = ((mage_011::STAGE.plan)(&d), (mage_010::STAGE.plan)(&d));
+        assert_eq!(mage_011::slices(&d), 1, "{d:?}");
+        assert_eq!(bits_differing(&run_matmul(&one, &d, &inputs), &run_matmul(&ten, &d, &inputs)), 0, "{d:?}");
+    }
+}
+
+/// mage-011's rule at the shapes it is for and at those where it keeps
+/// one slice, and its limits: slices a multiple of 64 wherever there are
+/// two or more, and then cheaper by the model than one slice at mage-009's
+/// rows; one slice for k <= 64; the plan's scratch, grid and shared bytes.
+#[test]
+fn the_mage_011_slice_rule_from_the_dims() {
+    for (d, want_rows, want_slices, want_len) in [
+        ([256, 256, 256], 64, 4, 64),
+        ([512, 512, 512], 64, 4, 128),
+        ([1000, 1037, 999], 128, 3, 384),
+        ([768, 768, 768], 128, 3, 256),
+        ([1024, 1024, 1024], 64, 1, 1024),
+        ([1000, 1000, 999], 64, 1, 1000),
+        ([1023, 1023, 1023], 64, 1, 1024),
+        ([2048, 2048, 2048], 128, 1, 2048),
+        ([4096, 4096, 1024], 128, 1, 1024),
+        ([1024, 1024, 1], 64, 1, 4),
+        ([512, 512, 64], 64, 1, 64),
+        ([17, 19, 23], 64, 1, 24),
+    ] {
+        let (rows, len) = mage_011::split(&d);
+        assert_eq!((rows, mage_011::slices(&d), len), (want_rows, want_slices, want_len), "{d:?}");
+    }
+    for m in [1, 32, 64, 100, 128, 256, 768, 1000, 1024, 4096] {
+        for k in [1, 63, 64, 65, 127, 128, 255, 256, 999, 1024, 4096, 16384, 1 << 20] {
+            let d = [m, m + 3, k];
+            let [_, n4, k4] = mage_011::padded(&d);
+            let ((rows, len), s) = (mage_011::split(&d), mage_011::slices(&d));
+            assert!(s <= mage_011::MAX_SLICES && (rows == 64 || rows == 128), "{d:?}");
+            if s == 1 {
+                assert_eq!(len, k4, "{d:?}");
+            } else {
+                assert!(k > 64 && len.is_multiple_of(mage_011::SLICE_QUANTUM) && (s - 1) * len < k4, "{d:?}: {s} of {len}");
+                let one = mage_matmul::tf32x3::tile_rows(&mage_011::padded(&d));
+                assert!(mage_011::estimate_ns(&d, rows, len) < mage_011::estimate_ns(&d, one, k4), "{d:?}: {s} slices");
+            }
+            let plan = (mage_011::STAGE.plan)(&d);
+            let product = plan.launches.iter().find(|l| l.kernel.name.starts_with("matmul_3xtf32_splitk")).unwrap();
+            assert_eq!((product.grid.y, product.grid.z), (s, 1), "{d:?}");
+            assert!(plan.launches.iter().all(|l| l.shared_bytes <= 227 * 1024));
+            if s > 1 {
+                assert_eq!(plan.launches.last().unwrap().kernel.name, "matmul_add_slices");
+                assert_eq!(plan.scratch.last(), Some(&(s as usize * m as usize * n4 as usize)), "{d:?}");
+            }
+        }
     }
 }

@@ -6,9 +6,10 @@
 //!
 //! Kernel bodies: [`crate::tf32x3`] (matmul mage-009's and mage-010's
 //! product, with A's [`crate::tf32x3::AKByM`] layout as matmul_tn
-//! mage-003; unchanged) and this module (the slice entries, which offset
-//! the operands and call that body, and `matmul_tn_add_slices`); this
-//! module holds the entries and the plan.
+//! mage-003; unchanged), [`crate::split_k`] (the totals, shared with
+//! matmul mage-011) and this module (the slice entries, which offset the
+//! operands and call that body); this module holds the entries
+//! (`matmul_tn_add_slices` among them) and the plan.
 //!
 //! ## What changed
 //!
@@ -31,8 +32,8 @@
 //! matter only where there are many tiles, which is where split-K is not
 //! needed.
 //!
-//! The second launch, `matmul_tn_add_slices`, adds the partials of each
-//! element: blocks of 256 threads, each thread 4 consecutive elements of C
+//! The second launch, `matmul_tn_add_slices` ([`crate::split_k`]'s
+//! body), adds the partials of each element: blocks of 256 threads, each thread 4 consecutive elements of C
 //! (16-byte loads and stores where `m·n` is a multiple of 4); the slices
 //! are cut into [`total_groups`] contiguous segments (a power of two, so
 //! that up to 256 slices a thread's segment is at most [`SEGMENT`]
@@ -162,27 +163,13 @@
 //! | matmul_tn | 768x768x4096 | hot | kernel time | rust mage-004 | rust mage-002 | 0.850 [0.849, 0.850] | FASTER |
 //! <!-- /mage:table -->
 
+use crate::split_k::{add_slices, store_flat};
 use crate::tf32x3::{AKByM, Rows64, body};
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::tf32x3::{BK, BN, SMS, THREADS, layout_shared_bytes};
 use mage_common::device::*;
 
-/// Threads per block of `matmul_tn_add_slices`.
-pub const TOTALS_THREADS: u32 = 256;
-/// Partials a thread of `matmul_tn_add_slices` loads before it adds them,
-/// and the segment length [`total_groups`] aims for.
-pub const SEGMENT: u32 = 8;
-/// Most segments the slices are cut into.
-pub const MAX_GROUPS: u32 = 32;
-/// Shared bytes of `matmul_tn_add_slices`: one quad per thread.
-pub const TOTALS_SHARED_BYTES: u32 = TOTALS_THREADS * 16;
-
-/// The segments `slices` slices are cut into by `matmul_tn_add_slices`: the
-/// power of two at or above `⌈slices / SEGMENT⌉`, at most [`MAX_GROUPS`].
-pub const fn total_groups(slices: u32) -> u32 {
-    let g = slices.div_ceil(SEGMENT).next_power_of_two();
-    if g > MAX_GROUPS { MAX_GROUPS } else { g }
-}
+pub use crate::split_k::{MAX_GROUPS, SEGMENT, TOTALS_SHARED_BYTES, TOTALS_THREADS, total_groups};
 
 /// The product over slice `block_idx_y()` of K (`slice_k` long, the last
 /// one what is left of `k`): A, B and the output moved to the slice, then
@@ -218,87 +205,6 @@ mage_common::kernel! {
     }
 }
 
-/// Quad `i / 4` of partial `s` (`len` floats each): one 16-byte load
-/// where `VEC` (`len` a multiple of 4), else four guarded scalar ones.
-///
-/// # Safety
-/// `partials` holds `(s + 1)·len` floats; `i < len`, a multiple of 4.
-#[inline(always)]
-unsafe fn partial_quad<const VEC: bool>(partials: *const f32, s: u32, len: u32, i: u32) -> F32x4 {
-    let p = partials.wrapping_add(s as usize * len as usize);
-    if VEC {
-        unsafe { ld_nc4(p, i) }
-    } else {
-        let e = |j: u32| if i + j < len { unsafe { ld_nc(p, i + j) } } else { 0.0 };
-        F32x4::new(e(0), e(1), e(2), e(3))
-    }
-}
-
-/// The sum of partials `start..end` (`start < end`) of quad `i`, in slice
-/// order: [`SEGMENT`] at a time, their loads (predicated, none waiting on
-/// another) issued before the additions.
-///
-/// # Safety
-/// As [`partial_quad`], for every slice below `end`.
-#[inline(always)]
-unsafe fn segment_sum<const VEC: bool>(partials: *const f32, start: u32, end: u32, len: u32, i: u32) -> F32x4 {
-    let mut sum = F32x4::ZERO;
-    let mut s = start;
-    while s < end {
-        let mut v = [F32x4::ZERO; SEGMENT as usize];
-        for (j, v) in v.iter_mut().enumerate() {
-            if s + (j as u32) < end {
-                *v = unsafe { partial_quad::<VEC>(partials, s + j as u32, len, i) };
-            }
-        }
-        // The first partial is the sum itself (not `0 + x`, which would turn a -0 into +0).
-        for (j, v) in v.into_iter().enumerate() {
-            let at = s + j as u32;
-            if at < end {
-                sum = if at == start { v } else { sum.zip(v, |x, y| x + y) };
-            }
-        }
-        s += SEGMENT;
-    }
-    sum
-}
-
-/// The body of `matmul_tn_add_slices`; `VEC`: `len` a multiple of 4.
-///
-/// # Safety
-/// As the kernel's.
-#[inline(always)]
-unsafe fn add_slices<const VEC: bool>(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
-    // At least 1 (groups <= 256), said so the divisions need no zero check.
-    let lanes = (TOTALS_THREADS / groups).max(1);
-    let (lane, group) = (thread_idx_x() % lanes, thread_idx_x() / lanes);
-    let i = 4 * (block_idx_x() * lanes + lane);
-    let per = slices.div_ceil(groups.max(1));
-    let (start, end) = ((group * per).min(slices), ((group + 1) * per).min(slices));
-    if i < len && start < end {
-        smem_st4(16 * thread_idx_x(), unsafe { segment_sum::<VEC>(partials, start, end, len, i) });
-    }
-    sync_threads();
-    if group == 0 && i < len {
-        let mut total = smem_ld4(16 * lane);
-        let mut g = 1;
-        while g < groups && g * per < slices {
-            total = total.zip(smem_ld4(16 * (g * lanes + lane)), |x, y| x + y);
-            g += 1;
-        }
-        if VEC {
-            unsafe { st4(c, i, total) };
-        } else {
-            let v = total.to_array();
-            for j in 0..4 {
-                if i + j < len {
-                    unsafe { st(c, i + j, v[j as usize]) };
-                }
-            }
-        }
-    }
-}
-
 mage_common::kernel! {
     /// `c[i] = Σ_s partials[s·len + i]` for `i < len`: block `b`'s threads
     /// `g·lanes + l` (`lanes = 256 / groups`) add quad `b·lanes + l` over
@@ -307,9 +213,9 @@ mage_common::kernel! {
     /// shared memory; 16-byte accesses where `len` is a multiple of 4.
     pub unsafe fn matmul_tn_add_slices(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
         if len.is_multiple_of(4) {
-            unsafe { add_slices::<true>(partials, c, len, slices, groups) }
+            unsafe { add_slices::<true>(partials, len, slices, groups, |i, v| store_flat::<true>(c, len, i, v)) }
         } else {
-            unsafe { add_slices::<false>(partials, c, len, slices, groups) }
+            unsafe { add_slices::<false>(partials, len, slices, groups, |i, v| store_flat::<false>(c, len, i, v)) }
         }
     }
 }
@@ -320,6 +226,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
+    use crate::split_k::{totals_launch, totals_ns};
     use mage_common::kernel::Dim3;
     use mage_common::op::{Arg, Launch, Plan, Stage};
 
@@ -333,12 +240,9 @@ mod host {
     /// The cost model's time of one K tile of a 64x128 block (mage-009's at
     /// 64 rows, 1024³: one wave of 32 tiles in 31.09 µs), ...
     pub const TILE_NS: u64 = 900;
-    /// ... of a block's pipeline fill and stores, ...
+    /// ... and of a block's pipeline fill and stores; the totals launch
+    /// is [`crate::split_k::totals_ns`].
     pub const BLOCK_NS: u64 = 2000;
-    /// ... of the totals launch, beside its bytes at ...
-    pub const TOTALS_NS: u64 = 2500;
-    /// ... this many a nanosecond (3 TB/s, from L2).
-    pub const TOTALS_BYTES_PER_NS: u64 = 3000;
 
     /// Whether the rows of A (`m` floats) and B (`n` floats) take 16-byte
     /// copies, as in mage-003.
@@ -360,7 +264,7 @@ mod host {
         let slices = k.div_ceil(slice_k) as u64;
         let waves = (tiles(d) as u64 * slices).div_ceil(SMS as u64);
         let block = slice_k.min(k).div_ceil(BK).next_multiple_of(2) as u64 * TILE_NS + BLOCK_NS;
-        let totals = if slices > 1 { TOTALS_NS + (slices + 1) * m * n * 4 / TOTALS_BYTES_PER_NS } else { 0 };
+        let totals = if slices > 1 { totals_ns(m * n, slices) } else { 0 };
         waves * block + totals
     }
 
@@ -406,14 +310,9 @@ mod host {
         if slices == 1 {
             return product.into();
         }
-        let (len, groups) = (m * n, total_groups(slices));
-        let totals = Launch {
-            kernel: &matmul_tn_add_slices::KERNEL,
-            grid: Dim3::x(len.div_ceil(4).div_ceil(TOTALS_THREADS / groups)),
-            block: Dim3::x(TOTALS_THREADS),
-            shared_bytes: TOTALS_SHARED_BYTES,
-            args: vec![Arg::Scratch(0), Arg::Output(0), Arg::U32(len), Arg::U32(slices), Arg::U32(groups)],
-        };
+        let len = m * n;
+        let args = vec![Arg::Scratch(0), Arg::Output(0), Arg::U32(len), Arg::U32(slices), Arg::U32(total_groups(slices))];
+        let totals = totals_launch(&matmul_tn_add_slices::KERNEL, len, slices, args);
         Plan { launches: vec![product, totals], scratch: vec![slices as usize * len as usize] }
     }
 
