@@ -33,6 +33,64 @@ pub trait ElementGradient {
     fn grad(z: f32, dy: f32) -> f32;
 }
 
+/// A block shape: threads and dynamic shared bytes.
+#[cfg(not(target_arch = "nvptx64"))]
+pub struct Block {
+    pub threads: u32,
+    pub shared_bytes: u32,
+}
+
+/// The two launches every chunked stage plans: `first` over `grid` (x,
+/// bias, dy in; dx out; each of the `chunks` chunks of `per` rows or slabs
+/// its partial dbias row in scratch, `scratch_floats` of it), then
+/// `totals`, a block per `columns` columns, adding the chunks' rows in
+/// order into dbias.
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(clippy::too_many_arguments)]
+pub fn chunked_plan(
+    d: &[u32],
+    first: (&'static mage_common::kernel::Kernel, mage_common::kernel::Dim3, Block),
+    per: u32,
+    chunks: u32,
+    scratch_floats: u32,
+    totals: (&'static mage_common::kernel::Kernel, Block),
+    columns: u32,
+) -> mage_common::op::Plan {
+    use mage_common::kernel::Dim3;
+    use mage_common::op::{Arg, Launch, Plan};
+    let (rows, width) = (d[0], d[1]);
+    let (kernel, grid, block) = first;
+    let (totals_kernel, totals_block) = totals;
+    Plan {
+        launches: vec![
+            Launch {
+                kernel,
+                grid,
+                block: Dim3::x(block.threads),
+                shared_bytes: block.shared_bytes,
+                args: vec![
+                    Arg::Input(0),
+                    Arg::Input(1),
+                    Arg::Input(2),
+                    Arg::Output(0),
+                    Arg::Scratch(0),
+                    Arg::U32(rows),
+                    Arg::U32(width),
+                    Arg::U32(per),
+                ],
+            },
+            Launch {
+                kernel: totals_kernel,
+                grid: Dim3::x(width.div_ceil(columns)),
+                block: Dim3::x(totals_block.threads),
+                shared_bytes: totals_block.shared_bytes,
+                args: vec![Arg::Scratch(0), Arg::Output(1), Arg::U32(chunks), Arg::U32(width)],
+            },
+        ],
+        scratch: vec![scratch_floats as usize],
+    }
+}
+
 /// The f64 reference of a bias + element gradient, dx then dbias, with
 /// each element's magnitude: `element(z, dy)` gives dx's value and
 /// magnitude at `z = x + bias`; dbias sums them down each column, its

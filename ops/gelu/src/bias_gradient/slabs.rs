@@ -264,37 +264,18 @@ pub fn plan(
     slabs_kernel: &'static mage_common::kernel::Kernel,
     totals_kernel: &'static mage_common::kernel::Kernel,
 ) -> mage_common::op::Plan {
+    use super::Block;
     use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Plan};
     let (rows, width) = (d[0], d[1]);
     let per = slabs_per_chunk(rows, width);
     let chunks = rows.div_ceil(SLAB_ROWS).div_ceil(per);
-    Plan {
-        launches: vec![
-            Launch {
-                kernel: slabs_kernel,
-                grid: Dim3::x(chunks),
-                block: Dim3::x(THREADS),
-                shared_bytes: shared_bytes(width),
-                args: vec![
-                    Arg::Input(0),
-                    Arg::Input(1),
-                    Arg::Input(2),
-                    Arg::Output(0),
-                    Arg::Scratch(0),
-                    Arg::U32(rows),
-                    Arg::U32(width),
-                    Arg::U32(per),
-                ],
-            },
-            Launch {
-                kernel: totals_kernel,
-                grid: Dim3::x(width.div_ceil(TOTALS_COLUMNS)),
-                block: Dim3::x(TOTALS_THREADS),
-                shared_bytes: TOTALS_SHARED_BYTES,
-                args: vec![Arg::Scratch(0), Arg::Output(1), Arg::U32(chunks), Arg::U32(width)],
-            },
-        ],
-        scratch: vec![(chunks * width) as usize],
-    }
+    super::chunked_plan(
+        d,
+        (slabs_kernel, Dim3::x(chunks), Block { threads: THREADS, shared_bytes: shared_bytes(width) }),
+        per,
+        chunks,
+        chunks * width,
+        (totals_kernel, Block { threads: TOTALS_THREADS, shared_bytes: TOTALS_SHARED_BYTES }),
+        TOTALS_COLUMNS,
+    )
 }

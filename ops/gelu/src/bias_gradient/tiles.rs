@@ -173,39 +173,20 @@ pub fn plan(
     tiles_kernel: &'static mage_common::kernel::Kernel,
     totals_kernel: &'static mage_common::kernel::Kernel,
 ) -> mage_common::op::Plan {
+    use super::Block;
     use mage_common::device::column_sums::{TOTALS_SHARED_BYTES, TOTALS_THREADS};
     use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Plan};
     let (rows, width) = (d[0], d[1]);
     let per = chunk_rows(rows, width);
     let chunks = rows.div_ceil(per);
     let stride = width.div_ceil(4) * 4;
-    Plan {
-        launches: vec![
-            Launch {
-                kernel: tiles_kernel,
-                grid: Dim3 { x: width.div_ceil(TILE), y: chunks, z: 1 },
-                block: Dim3::x(THREADS),
-                shared_bytes: SHARED_BYTES,
-                args: vec![
-                    Arg::Input(0),
-                    Arg::Input(1),
-                    Arg::Input(2),
-                    Arg::Output(0),
-                    Arg::Scratch(0),
-                    Arg::U32(rows),
-                    Arg::U32(width),
-                    Arg::U32(per),
-                ],
-            },
-            Launch {
-                kernel: totals_kernel,
-                grid: Dim3::x(width.div_ceil(TOTALS_COLUMNS)),
-                block: Dim3::x(TOTALS_THREADS),
-                shared_bytes: TOTALS_SHARED_BYTES,
-                args: vec![Arg::Scratch(0), Arg::Output(1), Arg::U32(chunks), Arg::U32(width)],
-            },
-        ],
-        scratch: vec![(chunks * stride) as usize],
-    }
+    super::chunked_plan(
+        d,
+        (tiles_kernel, Dim3 { x: width.div_ceil(TILE), y: chunks, z: 1 }, Block { threads: THREADS, shared_bytes: SHARED_BYTES }),
+        per,
+        chunks,
+        chunks * stride,
+        (totals_kernel, Block { threads: TOTALS_THREADS, shared_bytes: TOTALS_SHARED_BYTES }),
+        TOTALS_COLUMNS,
+    )
 }

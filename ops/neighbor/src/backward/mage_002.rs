@@ -277,7 +277,7 @@ mage_common::kernel! {
 mod host {
     use super::*;
     use crate::warp_launch;
-    use mage_common::op::{Arg, Stage};
+    use mage_common::op::Stage;
 
     pub static STAGE: Stage = Stage {
         name: "mage-002",
@@ -289,18 +289,7 @@ mod host {
             let quads = width.is_multiple_of(4);
             let kernel = if quads { &neighbor_backward_sources4::KERNEL } else { &neighbor_backward_sources1::KERNEL };
             let nodes_per_warp = 32 / group_size(width, if quads { 4 } else { 1 });
-            let args = vec![
-                Arg::Input(0),
-                Arg::Input(1),
-                Arg::Input(4),
-                Arg::Input(5),
-                Arg::Input(6),
-                Arg::Input(7),
-                Arg::Output(0),
-                Arg::Output(1),
-                Arg::U32(n),
-                Arg::U32(width),
-            ];
+            let args = crate::backward::transpose_pass_args(n, width);
             warp_launch(kernel, n.div_ceil(nodes_per_warp), args).into()
         },
     };

@@ -345,7 +345,7 @@ mage_common::kernel! {
 mod host {
     use super::*;
     use crate::warp_launch;
-    use mage_common::op::{Arg, Stage};
+    use mage_common::op::Stage;
 
     /// Floats per lane at this width: 4 (quads) where `width % 4 == 0`,
     /// else 1.
@@ -361,18 +361,7 @@ mod host {
         plan: |d| {
             let (n, width) = (d[0], d[1]);
             let kernel = if floats_per_lane(width) == 4 { &neighbor_backward_rounds4::KERNEL } else { &neighbor_backward_rounds1::KERNEL };
-            let args = vec![
-                Arg::Input(0),
-                Arg::Input(1),
-                Arg::Input(4),
-                Arg::Input(5),
-                Arg::Input(6),
-                Arg::Input(7),
-                Arg::Output(0),
-                Arg::Output(1),
-                Arg::U32(n),
-                Arg::U32(width),
-            ];
+            let args = crate::backward::transpose_pass_args(n, width);
             warp_launch(kernel, n.div_ceil(32 / LANES), args).into()
         },
     };

@@ -103,6 +103,25 @@ mod host {
     use mage_common::op::Extent::{Dim, DimPlus1};
     use mage_common::op::{Dispatcher, Elem, Generator, HostBuf, Input, Op, Output, Stage, Workload};
 
+    /// The arguments of the one-launch stages over the transpose passed in
+    /// (mage-002, mage-003): x, w, dY, the transpose (t_rowptr, t_rows,
+    /// t_edges), dX, dw, `n`, `width`.
+    pub fn transpose_pass_args(n: u32, width: u32) -> Vec<mage_common::op::Arg> {
+        use mage_common::op::Arg;
+        vec![
+            Arg::Input(0),
+            Arg::Input(1),
+            Arg::Input(4),
+            Arg::Input(5),
+            Arg::Input(6),
+            Arg::Input(7),
+            Arg::Output(0),
+            Arg::Output(1),
+            Arg::U32(n),
+            Arg::U32(width),
+        ]
+    }
+
     /// The f64 reference of dX and dw, concatenated in output order, with
     /// each element's magnitude: the sum of its terms' sizes.
     pub fn reference(dims: &[u32], inputs: &[HostBuf]) -> Reference {
