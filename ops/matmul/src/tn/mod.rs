@@ -27,6 +27,7 @@ pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
+pub mod transpose;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
