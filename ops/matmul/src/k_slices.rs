@@ -1,6 +1,6 @@
 //! K in slices over the 3xTF32 product on 16-byte rows: matmul mage-011's
-//! split, in a body module so that a stage of another layout can run it on
-//! its operands put in matmul's. What it does and why, its cost model and its error
+//! split, shared with matmul_tn mage-005 (which runs it on A transposed
+//! into scratch). What it does and why, its cost model and its error
 //! analysis are in [`crate::mage_011`]'s module doc; the stages own their
 //! kernel entries (each calls `slice` or `add_padded_slices`).
 //!

@@ -7,8 +7,9 @@
 //! with its [`crate::tf32x3::KSliceByN`] layout: mage-009's copies with A's
 //! rows longer than the slice; frozen), [`crate::k_slices`] (the entries'
 //! slice body, which moves the operands to the slice and calls that
-//! product, the totals of padded partials, the slice rule and the plan)
-//! and [`crate::split_k`] (the in-order totals, shared with
+//! product, the totals of padded partials, the slice rule and the plan;
+//! shared with matmul_tn mage-005, which runs them on A transposed into
+//! scratch) and [`crate::split_k`] (the in-order totals, shared with
 //! matmul_tn mage-004); this module holds the entries (the slice products
 //! and `matmul_add_slices`), this document and the stage.
 //!

@@ -1,6 +1,7 @@
 //! A `[k, m]` transposed into scratch `[m, k]` (or `[m, k4]`, rows padded
 //! with zeros to a multiple of 4 floats) by a launch of its own: the first
-//! launch of matmul_tn mage-002, whose module doc says why and how. The
+//! launch of matmul_tn mage-002 (whose module doc says why and how) and of
+//! mage-005 (padded, for its 16-byte product). The
 //! stages own their entries; this module holds the body and its geometry.
 
 use mage_common::device::*;
