@@ -19,6 +19,7 @@
 //! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
 //! | [`mage_012`] | small k on CUDA cores: a 4x4 register tile per thread straight from global memory, no shared memory or barrier, exactly `k` terms |
 //! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
+//! | [`k_slices`] | mage-011's split of K over that product on 16-byte rows (shared with [`tn`]'s mage-005): the slice body, the totals of padded partials, the cost model, the slice rule and the plan |
 //! | [`split_k`] | the second pass of a split-K product (mage-011's and [`tn`]'s mage-004's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
@@ -58,6 +59,7 @@
 //! sm_90 lacks.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod k_slices;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;

@@ -5,10 +5,13 @@
 //!
 //! Kernel bodies: [`crate::tf32x3`] (mage-009's and mage-010's product,
 //! with its [`crate::tf32x3::KSliceByN`] layout: mage-009's copies with A's
-//! rows longer than the slice; frozen) and [`crate::split_k`] (the totals,
-//! shared with matmul_tn mage-004); this module holds the slice entries,
-//! which move the operands to the slice and call that body,
-//! `matmul_add_slices`, the slice rule and the plan.
+//! rows longer than the slice; frozen), [`crate::k_slices`] (the entries'
+//! slice body, which moves the operands to the slice and calls that
+//! product, the totals of padded partials, the slice rule and the plan;
+//! shared with matmul_tn mage-005, which runs them on A transposed into
+//! scratch) and [`crate::split_k`] (the in-order totals, shared with
+//! matmul_tn mage-004); this module holds the entries (the slice products
+//! and `matmul_add_slices`), this document and the stage.
 //!
 //! ## What changed
 //!
@@ -107,29 +110,8 @@
 //!
 //! Pending a GPU verdict.
 
-use crate::split_k::{add_slices, store_flat};
 pub use crate::tf32x3::matmul_resize;
-use crate::tf32x3::{KSliceByN, Rows64, Rows128, Tile, body_with_a_rows};
-
-/// The product over slice `block_idx_y()` of K (`slice_k` long, the last
-/// one what is left of `k`): A moved to the slice's first column (its rows
-/// stay `k` apart), B to its first row, the output to partial
-/// `block_idx_y()`, then mage-009's body over the slice.
-///
-/// # Safety
-/// `a`, `b` hold A `[m, k]` and B `[k, n]`, `n` and `k` multiples of 4;
-/// `partials` holds `⌈k / slice_k⌉·m·n` floats; `slice_k` a multiple of 4;
-/// `block_idx_y() < ⌈k / slice_k⌉`.
-#[inline(always)]
-unsafe fn slice<T: Tile>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
-    let s = mage_common::device::block_idx_y();
-    let k0 = s * slice_k;
-    let len = slice_k.min(k - k0);
-    let a = a.wrapping_add(k0 as usize);
-    let b = b.wrapping_add(k0 as usize * n as usize);
-    let c = partials.wrapping_add(s as usize * m as usize * n as usize);
-    unsafe { body_with_a_rows::<true, T, KSliceByN>(a, b, c, m, n, len, k) }
-}
+use crate::tf32x3::{Rows64, Rows128};
 
 mage_common::kernel! {
     /// Block `(t, s)`: tile `t` (128 rows x 128 columns) of slice `s`'s
@@ -137,14 +119,14 @@ mage_common::kernel! {
     /// and `slice_k` multiples of 4 (rows padded where they were not):
     /// 16-byte copies. 256 threads.
     pub unsafe fn matmul_3xtf32_splitk_m128(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
-        unsafe { slice::<Rows128>(a, b, partials, m, n, k, slice_k) }
+        unsafe { crate::k_slices::slice::<Rows128>(a, b, partials, m, n, k, slice_k) }
     }
 }
 
 mage_common::kernel! {
     /// As the 128-row entry, 64 rows x 128 columns per block.
     pub unsafe fn matmul_3xtf32_splitk_m64(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
-        unsafe { slice::<Rows64>(a, b, partials, m, n, k, slice_k) }
+        unsafe { crate::k_slices::slice::<Rows64>(a, b, partials, m, n, k, slice_k) }
     }
 }
 
@@ -156,13 +138,7 @@ mage_common::kernel! {
     /// 4, else by the element, C's `n` columns of the partials' `n4`.
     /// `TOTALS_SHARED_BYTES` of shared memory.
     pub unsafe fn matmul_add_slices(partials: *const f32, c: *mut f32, m: u32, n: u32, slices: u32, groups: u32) {
-        let n4 = n.next_multiple_of(4);
-        let len = m * n4;
-        if n == n4 {
-            unsafe { add_slices::<true>(partials, len, slices, groups, |i, v| store_flat::<true>(c, len, i, v)) }
-        } else {
-            unsafe { add_slices::<true>(partials, len, slices, groups, |i, v| crate::store_quad::<false>(c, i / n4, m, i % n4, n, v)) }
-        }
+        unsafe { crate::k_slices::add_padded_slices(partials, c, m, n, slices, groups) }
     }
 }
 
@@ -172,80 +148,18 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::split_k::{total_groups, totals_launch, totals_ns};
-    use crate::tf32x3::{BK, BN, SMS, THREADS, resize, shared_bytes, tile_rows};
-    use mage_common::kernel::Dim3;
-    use mage_common::op::{Arg, Launch, Plan, Stage};
+    use crate::k_slices::{AFrom, Entries};
+    use mage_common::op::{Plan, Stage};
 
-    /// Slice lengths of the rule are a multiple of this: two K tiles, one
-    /// trip of the body's loop (and the shortest slice the rule takes).
-    pub const SLICE_QUANTUM: u32 = 2 * BK;
-    /// The most slices the rule takes.
-    pub const MAX_SLICES: u32 = 1024;
-    /// The cost model's time of one K tile of a 64x128 block (mage-009's at
-    /// 64 rows, 1024³: one wave of 32 tiles in 31.09 µs), ...
-    pub const TILE_NS_64: u64 = 900;
-    /// ... of a 128x128 block (4096x4096x1024: 8 waves of 32 tiles in
-    /// 405.72 µs), ...
-    pub const TILE_NS_128: u64 = 1600;
-    /// ... and of a block's pipeline fill and stores; the totals launch is
-    /// [`crate::split_k::totals_ns`].
-    pub const BLOCK_NS: u64 = 2000;
+    pub use crate::k_slices::{BLOCK_NS, MAX_SLICES, SLICE_QUANTUM, TILE_NS_64, TILE_NS_128, estimate_ns, padded, slices, split, tiles};
 
-    /// The dims the product runs on: `[m, n4, k4]`, `n` and `k` rounded up
-    /// to multiples of 4 (the padded rows).
-    pub fn padded(d: &[u32]) -> [u32; 3] {
-        [d[0], d[1].next_multiple_of(4), d[2].next_multiple_of(4)]
-    }
-
-    /// Output tiles of `rows` x 128 (of the padded dims).
-    pub fn tiles(d: &[u32], rows: u32) -> u32 {
-        let [m, n4, _] = padded(d);
-        m.div_ceil(rows) * n4.div_ceil(BN)
-    }
-
-    /// The cost model's time in ns of the dims with tiles of `rows` rows
-    /// and slices of `slice_k`: waves of one block per SM, each block its
-    /// K tiles (rounded up to even, as the body runs them) and its fill,
-    /// and the totals launch where there are two slices or more. The
-    /// padding's copies, the same for every choice, are left out.
-    pub fn estimate_ns(d: &[u32], rows: u32, slice_k: u32) -> u64 {
-        let [m, n4, k4] = padded(d);
-        let slices = k4.div_ceil(slice_k) as u64;
-        let waves = (tiles(d, rows) as u64 * slices).div_ceil(SMS as u64);
-        let tile_ns = if rows == 128 { TILE_NS_128 } else { TILE_NS_64 };
-        let block = slice_k.min(k4).div_ceil(BK).next_multiple_of(2) as u64 * tile_ns + BLOCK_NS;
-        let totals = if slices > 1 { totals_ns(m as u64 * n4 as u64, slices) } else { 0 };
-        waves * block + totals
-    }
-
-    /// The tile rows and the K per slice for these dims: of one slice
-    /// (`k4`, at mage-009's rows, [`tile_rows`]) and, at 64 and at 128 rows
-    /// for every count `s` from 2 to `min(⌈k4 / SLICE_QUANTUM⌉,
-    /// MAX_SLICES)`, `⌈k4 / s⌉` rounded up to [`SLICE_QUANTUM`], the one
-    /// [`estimate_ns`] puts cheapest (one slice, then 64 rows, then the
-    /// longer slice on a tie).
-    pub fn split(d: &[u32]) -> (u32, u32) {
-        let p = padded(d);
-        let k4 = p[2];
-        let one = tile_rows(&p);
-        let mut best = (estimate_ns(d, one, k4), one, k4);
-        for rows in [64, 128] {
-            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
-                let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
-                let cost = estimate_ns(d, rows, len);
-                if cost < best.0 {
-                    best = (cost, rows, len);
-                }
-            }
-        }
-        (best.1, best.2)
-    }
-
-    /// Slices for these dims.
-    pub fn slices(d: &[u32]) -> u32 {
-        padded(d)[2].div_ceil(split(d).1)
-    }
+    /// This stage's entries, for [`crate::k_slices::plan_with`].
+    pub static ENTRIES: Entries = Entries {
+        stage: "mage-011",
+        m128: &matmul_3xtf32_splitk_m128::KERNEL,
+        m64: &matmul_3xtf32_splitk_m64::KERNEL,
+        totals: &matmul_add_slices::KERNEL,
+    };
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of
     /// `slice_k` (a multiple of [`SLICE_QUANTUM`] where there are two or
@@ -254,54 +168,10 @@ mod host {
     /// into C where one slice holds all of k and `n` is a multiple of 4,
     /// into C's padded copy (then cut back) where it is not, and into the
     /// partials (`[slices, m, n4]`) where there are two slices or more,
-    /// added into C by `matmul_add_slices`.
+    /// added into C by `matmul_add_slices` ([`crate::k_slices::plan_with`]
+    /// with A read from input 0).
     pub fn plan_with(d: &[u32], rows: u32, slice_k: u32) -> Plan {
-        let (m, n, k) = (d[0], d[1], d[2]);
-        let [_, n4, k4] = padded(d);
-        let slices = k4.div_ceil(slice_k);
-        assert!(
-            slices == 1 || slice_k.is_multiple_of(SLICE_QUANTUM),
-            "mage-011: slices of {slice_k} are not a multiple of {SLICE_QUANTUM}"
-        );
-        let kernel = match rows {
-            128 => &matmul_3xtf32_splitk_m128::KERNEL,
-            64 => &matmul_3xtf32_splitk_m64::KERNEL,
-            _ => panic!("mage-011 has tiles of 64 or 128 rows, not {rows}"),
-        };
-        let (mut launches, mut scratch) = (vec![], vec![]);
-        let mut take = |floats: usize| {
-            scratch.push(floats);
-            Arg::Scratch(scratch.len() - 1)
-        };
-        let (a, b) = if crate::vector_rows(d) {
-            (Arg::Input(0), Arg::Input(1))
-        } else {
-            let (a4, b4) = (take(m as usize * k4 as usize), take(k4 as usize * n4 as usize));
-            launches.push(resize(Arg::Input(0), a4.clone(), [m, k], [m, k4]));
-            launches.push(resize(Arg::Input(1), b4.clone(), [k, n], [k4, n4]));
-            (a4, b4)
-        };
-        let into = if slices > 1 {
-            take(slices as usize * m as usize * n4 as usize)
-        } else if n4 != n {
-            take(m as usize * n4 as usize)
-        } else {
-            Arg::Output(0)
-        };
-        launches.push(Launch {
-            kernel,
-            grid: Dim3 { x: tiles(d, rows), y: slices, z: 1 },
-            block: Dim3::x(THREADS),
-            shared_bytes: shared_bytes(rows),
-            args: vec![a, b, into.clone(), Arg::U32(m), Arg::U32(n4), Arg::U32(k4), Arg::U32(slice_k.min(k4))],
-        });
-        if slices > 1 {
-            let args = vec![into, Arg::Output(0), Arg::U32(m), Arg::U32(n), Arg::U32(slices), Arg::U32(total_groups(slices))];
-            launches.push(totals_launch(&matmul_add_slices::KERNEL, m * n4, slices, args));
-        } else if n4 != n {
-            launches.push(resize(into, Arg::Output(0), [m, n4], [m, n]));
-        }
-        Plan { launches, scratch }
+        crate::k_slices::plan_with(d, rows, slice_k, &ENTRIES, AFrom::Input)
     }
 
     pub fn plan(d: &[u32]) -> Plan {

@@ -1,6 +1,6 @@
 //! The second pass of a split-K product, shared by matmul_tn mage-004 and
-//! matmul mage-011: each element of C the sum of its partials over the K
-//! slices (scratch `[slices, len]`), added in slice order, the same bits
+//! mage-005 and matmul mage-011: each element of C the sum of its partials
+//! over the K slices (scratch `[slices, len]`), added in slice order, the same bits
 //! every run, no atomics. The stages own their kernel entries (each names
 //! where the totals go) and their slice rules; the error analysis of the
 //! split sum is in [`crate::tn::mage_004`]'s module doc.

@@ -1,6 +1,6 @@
 //! The 3xTF32 product on `wgmma` shared by mage-009, mage-010 and
 //! mage-011, and by the transposed products' stages (`matmul_nt` mage-002,
-//! `matmul_tn` mage-002, mage-003 and mage-004): tiles, shared-memory layout, pipeline and kernel
+//! `matmul_tn` mage-002 to mage-005): tiles, shared-memory layout, pipeline and kernel
 //! body. What it does and why, its error analysis and what it measured are
 //! in [`crate::mage_009`]'s module doc; the stages own their kernel entries
 //! and plans.

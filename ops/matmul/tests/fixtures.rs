@@ -15,11 +15,16 @@ fn golden_cases() {
 
 /// The same for the transposed products, `matmul_nt` (A·Bᵀ) and `matmul_tn`
 /// (Aᵀ·B): numpy's products of the transposed operands
-/// (`fixtures/golden/matmul_nt.py`, `matmul_tn.py`), two cases each.
+/// (`fixtures/golden/matmul_nt.py`, `matmul_tn.py`), two cases each, and
+/// a third of `matmul_tn`'s where mage-005 splits K.
 #[test]
 fn transposed_golden_cases() {
     for op in [&mage_matmul::NT, &mage_matmul::TN] {
         let n = mage_common::fixtures::check_golden_cases(op).unwrap_or_else(|e| panic!("{e}"));
         assert!(n >= 2 * op.stages.len(), "{}: only {n} (case, stage) pairs ran", op.name);
     }
+    // matmul_tn-33x70x301: mage-005 splits it as mage-011 splits matmul's
+    // case of the same dims (5 slices of 64), A's transpose and B padded,
+    // C's columns cut by the totals.
+    assert_eq!(mage_matmul::tn::mage_005::slices(&[33, 70, 301]), 5);
 }

@@ -1,15 +1,16 @@
-//! The split-K stages, `matmul_tn` mage-004 and matmul mage-011, on the
-//! emulator: slices with every kind of tail against the f64 reference, the
+//! The split-K stages, `matmul_tn` mage-004 and mage-005 and matmul
+//! mage-011, on the emulator: slices with every kind of tail against the f64 reference, the
 //! output every element written over its poison, the same bits as the
 //! slices' partials (the one-slice product over each slice alone) added in
 //! the kernel's order, the same bits on every run, one slice the unsplit
-//! stage's bits; and their slice rules on the host at the shapes they are
-//! for.
+//! stage's bits, `matmul_tn` mage-005 matmul mage-011's bits on A
+//! transposed back; and their slice rules on the host at the shapes they
+//! are for.
 
 use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, OUTPUT_POISON, Plan, check_plan, emulate_plan};
 use mage_matmul::tn::mage_004::{self, MIN_SLICE_K, SLICE_QUANTUM, estimate_ns, plan_with_slice_k, slice_k, slices, tiles, total_groups};
-use mage_matmul::{OP, TN, mage_009, mage_010, mage_011};
+use mage_matmul::{OP, TN, as_matmul_inputs, mage_009, mage_010, mage_011, tn};
 
 /// Shapes and slice lengths: tails in m and n (not multiples of 4, 64 or
 /// 128), a last slice shorter than the others and not a multiple of 32,
@@ -322,6 +323,209 @@ fn the_mage_011_slice_rule_from_the_dims() {
                 assert_eq!(plan.launches.last().unwrap().kernel.name, "matmul_add_slices");
                 assert_eq!(plan.scratch.last(), Some(&(s as usize * m as usize * n4 as usize)), "{d:?}");
             }
+        }
+    }
+}
+
+fn run_tn(plan: &Plan, d: &[u32], inputs: &[HostBuf]) -> Vec<f32> {
+    emulate_plan(&TN, plan, d, inputs).unwrap_or_else(|e| panic!("matmul_tn mage-005 at {d:?}: {e}"))
+}
+
+/// `matmul_tn`'s inputs (A `[k, m]`, B `[k, n]`) as matmul takes them.
+fn tn_as_matmul(d: &[u32], inputs: &[HostBuf]) -> Vec<HostBuf> {
+    let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+    as_matmul_inputs(inputs, [k, m], true, [k, n], false)
+}
+
+/// The launches of `matmul_tn` mage-005's plan on mage-011's cases: the
+/// transpose of A into its padded scratch, B's padding where rows are
+/// not 16-byte, the product with a grid dimension of slices, the totals;
+/// every element written over its poison, and the f64 reference.
+#[test]
+fn tn_mage_005_with_tails_matches_the_reference_and_writes_every_element() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().enumerate() {
+        let plan = tn::mage_005::plan_with(&d, rows, len);
+        let aligned = d[1] % 4 == 0 && d[2] % 4 == 0;
+        let names: Vec<_> = plan.launches.iter().map(|l| l.kernel.name).collect();
+        let product = format!("matmul_tn_3xtf32_splitk_m{rows}");
+        let mut want = vec!["matmul_tn_transpose_padded"];
+        if !aligned {
+            want.push("matmul_resize");
+        }
+        want.extend([product.as_str(), "matmul_tn_add_padded_slices"]);
+        assert_eq!(names, want, "{d:?}");
+        let k4 = d[2].next_multiple_of(4);
+        assert_eq!(plan.scratch[0], d[0] as usize * k4 as usize, "{d:?}: A's padded transpose");
+        assert_eq!(plan.launches[names.len() - 2].grid.y, k4.div_ceil(len), "{d:?}");
+        let inputs = TN.generate(&d, 650 + i as u64);
+        let out = run_tn(&plan, &d, &inputs);
+        let unwritten = out.iter().filter(|x| x.to_bits() == OUTPUT_POISON).count();
+        assert_eq!(unwritten, 0, "{d:?} in slices of {len}: {unwritten} elements left as poison");
+        check_plan(&TN, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{d:?} in slices of {len}: {e}"));
+    }
+}
+
+/// The transpose is exact and the zeros of its padding are mage-011's
+/// padding; the rest is mage-011's plan on the same dims with the same
+/// body: `matmul_tn` mage-005 is matmul mage-011 on A transposed back, to
+/// the bit, at every tile height and slice length (mage-011's cases), and
+/// with the rule's own choice at shapes where it splits and where it
+/// does not.
+#[test]
+fn tn_mage_005_is_mage_011_on_a_transposed_back_to_the_bit() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().enumerate() {
+        let inputs = TN.generate(&d, 700 + i as u64);
+        let out = run_tn(&tn::mage_005::plan_with(&d, rows, len), &d, &inputs);
+        let want = run_matmul(&mage_011::plan_with(&d, rows, len), &d, &tn_as_matmul(&d, &inputs));
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} at {rows} rows in slices of {len}: {differ} of {} elements differ from mage-011's", out.len());
+    }
+    for d in [[33, 70, 301], [17, 19, 23], [64, 128, 1024], [130, 36, 700], [1, 1, 1]] {
+        assert_eq!(tn::mage_005::split(&d), mage_011::split(&d), "{d:?}");
+        let inputs = TN.generate(&d, 701);
+        let out = run_tn(&(tn::mage_005::STAGE.plan)(&d), &d, &inputs);
+        let want = run_matmul(&(mage_011::STAGE.plan)(&d), &d, &tn_as_matmul(&d, &inputs));
+        assert_eq!(bits_differing(&out, &want), 0, "{d:?}");
+    }
+}
+
+/// Each of mage-005's partials is `matmul_tn` mage-002's product over
+/// the slice alone (A's and B's rows `k0..k0 + len`, at the same tile
+/// rows: the padding's zeros add exactly nothing, and mage-002's scalar
+/// entries zero-fill the same terms), and the totals add them as
+/// `total_groups` says. The split output is that sum, to the bit, and the
+/// same bits on a second run.
+#[test]
+fn tn_mage_005_is_mage_002s_slices_added_in_order_to_the_bit() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().enumerate().filter(|(i, _)| [0, 1, 3, 5, 8].contains(i)) {
+        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+        let inputs = TN.generate(&d, 750 + i as u64);
+        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+        let s = d[2].next_multiple_of(4).div_ceil(len) as usize;
+        let partials: Vec<Vec<f32>> = (0..s)
+            .map(|j| {
+                let (k0, k1) = (j * len as usize, ((j + 1) * len as usize).min(k));
+                let sd = [d[0], d[1], (k1 - k0) as u32];
+                let part = vec![HostBuf::F32(a[k0 * m..k1 * m].to_vec()), HostBuf::F32(b[k0 * n..k1 * n].to_vec())];
+                run_tn(&tn::mage_002::plan_with_rows(&sd, rows), &sd, &part)
+            })
+            .collect();
+        let groups = total_groups(s as u32) as usize;
+        let per = s.div_ceil(groups);
+        let want: Vec<f32> = (0..m * n)
+            .map(|e| {
+                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
+                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
+            })
+            .collect();
+        let plan = tn::mage_005::plan_with(&d, rows, len);
+        let out = run_tn(&plan, &d, &inputs);
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} in slices of {len}: {differ} of {} elements differ from mage-002's slices' sum", out.len());
+        assert_eq!(bits_differing(&out, &run_tn(&plan, &d, &inputs)), 0, "{d:?}: a second run differs");
+    }
+}
+
+/// One slice (k no longer than the slice, or the rule's choice) is
+/// `matmul_tn` mage-002's product at the same tile rows: the same bits,
+/// the transpose first and the product straight into C (or into C's
+/// padded copy, cut back).
+#[test]
+fn tn_mage_005_with_one_slice_is_mage_002_to_the_bit() {
+    for rows in [64, 128] {
+        for d in [[17, 20, 100], [64, 128, 96], [130, 260, 200], [65, 66, 255], [37, 29, 33], [1, 1, 1], [129, 68, 7]] {
+            let d: [u32; 3] = d;
+            // A slice as long as k4, and one longer than it.
+            for len in [d[2].next_multiple_of(4), d[2].next_multiple_of(64) + 64] {
+                let plan = tn::mage_005::plan_with(&d, rows, len);
+                assert!(plan.launches.iter().all(|l| l.grid.y == 1 && l.kernel.name != "matmul_tn_add_padded_slices"), "{d:?}");
+                let cut = !d[1].is_multiple_of(4);
+                assert_eq!(plan.launches.last().unwrap().kernel.name == "matmul_resize", cut, "{d:?}");
+                let inputs = TN.generate(&d, 80);
+                let want = run_tn(&tn::mage_002::plan_with_rows(&d, rows), &d, &inputs);
+                assert_eq!(bits_differing(&run_tn(&plan, &d, &inputs), &want), 0, "{d:?} at {rows} rows, slices of {len}");
+            }
+        }
+    }
+    for d in [[1024, 1024, 1024], [300, 257, 64]] {
+        assert_eq!(tn::mage_005::slices(&d), 1, "{d:?}");
+    }
+    let d = [300, 257, 64];
+    let inputs = TN.generate(&d, 81);
+    let want = run_tn(&(tn::mage_002::STAGE.plan)(&d), &d, &inputs);
+    assert_eq!(bits_differing(&run_tn(&(tn::mage_005::STAGE.plan)(&d), &d, &inputs), &want), 0);
+}
+
+/// mage-005's rule is mage-011's at the shapes it is for: the MLP's weight
+/// gradients at (768, 3072, 4096) and (3072, 768, 4096) in 8 slices of
+/// 512 at 128 rows, 1000x1037x999 in 3 of 384, 512³ in 4 of 128 and 256³
+/// in 4 of 64 (shorter than mage-004's shortest, 128) at 64 rows, one
+/// slice at 1024³; the plan's scratch (A's padded transpose first, the
+/// partials last), grids and shared bytes.
+#[test]
+fn the_tn_mage_005_slice_rule_from_the_dims() {
+    for (d, want_rows, want_slices, want_len) in [
+        ([768, 3072, 4096], 128, 8, 512),
+        ([3072, 768, 4096], 128, 8, 512),
+        ([1000, 1037, 999], 128, 3, 384),
+        ([512, 512, 512], 64, 4, 128),
+        ([256, 256, 256], 64, 4, 64),
+        ([1024, 1024, 1024], 64, 1, 1024),
+        ([33, 70, 301], 64, 5, 64),
+    ] {
+        let (rows, len) = tn::mage_005::split(&d);
+        assert_eq!((rows, tn::mage_005::slices(&d), len), (want_rows, want_slices, want_len), "{d:?}");
+    }
+    assert_eq!(mage_004::slice_k(&[256, 256, 256]), 128);
+    for (m, n) in [(1, 1), (64, 67), (100, 768), (768, 3072), (3072, 770)] {
+        for k in [1, 63, 64, 65, 255, 999, 4096, 1 << 16] {
+            let d = [m, n, k];
+            let [_, n4, k4] = mage_011::padded(&d);
+            assert_eq!(tn::mage_005::split(&d), mage_011::split(&d), "{d:?}");
+            let s = tn::mage_005::slices(&d);
+            let plan = (tn::mage_005::STAGE.plan)(&d);
+            assert_eq!(plan.launches[0].kernel.name, "matmul_tn_transpose_padded");
+            assert_eq!(plan.launches[0].grid.x, k.div_ceil(32) * m.div_ceil(32), "{d:?}");
+            assert_eq!(plan.scratch[0], m as usize * k4 as usize, "{d:?}");
+            let product = plan.launches.iter().find(|l| l.kernel.name.starts_with("matmul_tn_3xtf32_splitk_m")).unwrap();
+            assert_eq!((product.grid.y, product.grid.z), (s, 1), "{d:?}");
+            assert!(plan.launches.iter().all(|l| l.shared_bytes <= 227 * 1024));
+            if s > 1 {
+                assert_eq!(plan.launches.last().unwrap().kernel.name, "matmul_tn_add_padded_slices");
+                assert_eq!(plan.scratch.last(), Some(&(s as usize * m as usize * n4 as usize)), "{d:?}");
+            }
+        }
+    }
+}
+
+/// Random shapes, tile heights and slice lengths (tails of 4, 32, 64 and
+/// 128 in m, n and k, k shorter or longer than a slice): mage-005 within
+/// the op's tolerance of the f64 reference, and matmul mage-011's bits on
+/// A transposed back.
+mod tn_mage_005_property {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError};
+
+    fn dim() -> impl Strategy<Value = u32> {
+        prop_oneof![prop::sample::select(vec![1u32, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129]), 1u32..=140]
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: 16, ..Config::default() })]
+
+        #[test]
+        fn tn_mage_005_matches_the_reference_and_mage_011(
+            m in dim(), n in dim(), k in 1u32..=400, rows in prop::sample::select(vec![64u32, 128]),
+            len in prop::sample::select(vec![64u32, 128, 192]), seed in any::<u64>(),
+        ) {
+            let d = [m, n, k];
+            let plan = tn::mage_005::plan_with(&d, rows, len);
+            let inputs = TN.generate(&d, seed);
+            check_plan(&TN, &plan, &d, &inputs).map_err(TestCaseError::fail)?;
+            let out = run_tn(&plan, &d, &inputs);
+            let want = run_matmul(&mage_011::plan_with(&d, rows, len), &d, &tn_as_matmul(&d, &inputs));
+            prop_assert_eq!(bits_differing(&out, &want), 0, "{:?} at {} rows in slices of {}", d, rows, len);
         }
     }
 }

@@ -16,6 +16,13 @@
 //! product) at 1024³ (1.116×), 2048³ and 4096³ (1.55×). Of the two
 //! one-launch 3xTF32 stages mage-002 stays: mage-003 was 1.134× mage-002
 //! at 1024³.
+//!
+//! mage-005 (split-K over the transposed product: mage-002's transpose,
+//! then matmul mage-011's split) is not taken yet: its module doc
+//! predicts about 290 and 305-310 µs at the MLP's weight-gradient shapes
+//! (768, 3072, 4096) and (3072, 768, 4096), where this rule runs
+//! mage-002 (358.64 and 373.47), and about 55 at 1000x1037x999 (mage-002
+//! 74.89). Measured: pending a GPU verdict.
 
 use mage_common::op::{Dispatcher, Stage};
 

@@ -2,7 +2,7 @@
 //! stored `[k, m]`: A transposed into scratch by a launch of its own, then
 //! matmul mage-009's product.
 //!
-//! Kernel bodies: this module (`matmul_tn_transpose`) and
+//! Kernel bodies: [`super::transpose`] (`matmul_tn_transpose`'s) and
 //! [`crate::tf32x3`] (matmul mage-009's and mage-010's product, with B's
 //! [`crate::tf32x3::KByN`] layout, matmul's); this module holds the
 //! entries and the plan.
@@ -53,40 +53,15 @@
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::tf32x3::{BN, THREADS, shared_bytes, tile_rows};
 use crate::tf32x3::{KByN, Rows64, Rows128, body};
-use mage_common::device::*;
 
-/// The transpose's tile: 32x32 floats, 256 threads (8 rows of 32, 4 elements each).
-pub const TRANSPOSE_TILE: u32 = 32;
-pub const TRANSPOSE_THREADS: u32 = 256;
-/// One tile in shared memory, rows of 33 floats.
-pub const TRANSPOSE_SHARED_BYTES: u32 = TRANSPOSE_TILE * (TRANSPOSE_TILE + 1) * 4;
+pub use super::transpose::{TRANSPOSE_SHARED_BYTES, TRANSPOSE_THREADS, TRANSPOSE_TILE};
 
 mage_common::kernel! {
     /// `dst` (`cols` x `rows`) = the transpose of `src` (`rows` x `cols`),
     /// both row-major; block `b` takes tile `(b / tiles_c, b % tiles_c)` of
     /// `src`. `TRANSPOSE_SHARED_BYTES` of shared memory.
     pub unsafe fn matmul_tn_transpose(src: *const f32, dst: *mut f32, rows: u32, cols: u32) {
-        const T: u32 = TRANSPOSE_TILE;
-        let t = thread_idx_x();
-        let (tx, ty) = (t % T, t / T);
-        // At least 1 (cols >= 1), said so the division needs no zero check.
-        let tiles_c = cols.div_ceil(T).max(1);
-        let (r0, c0) = (block_idx_x() / tiles_c * T, block_idx_x() % tiles_c * T);
-        // Tile element (i, j) = src[r0 + i, c0 + j] at shared float i * 33 + j.
-        for i in 0..T / 8 {
-            let (r, c) = (r0 + ty + 8 * i, c0 + tx);
-            if r < rows && c < cols {
-                smem_st(((ty + 8 * i) * (T + 1) + tx) * 4, unsafe { ld_nc(src, r * cols + c) });
-            }
-        }
-        sync_threads();
-        // dst[c0 + i, r0 + j] = tile element (j, i): written only where it was read.
-        for i in 0..T / 8 {
-            let (r, c) = (c0 + ty + 8 * i, r0 + tx);
-            if r < cols && c < rows {
-                unsafe { st(dst, r * rows + c, smem_ld((tx * (T + 1) + ty + 8 * i) * 4)) };
-            }
-        }
+        unsafe { super::transpose::transpose(src, dst, rows, cols, rows) }
     }
 }
 

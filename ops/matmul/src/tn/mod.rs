@@ -13,7 +13,8 @@
 //! crate root: the f64 reference (matmul's on A transposed back), the
 //! generators, the tolerance and the kernel arguments; its 3xTF32 stages
 //! run [`crate::tf32x3`]'s body, mage-003 and mage-004 with A's
-//! [`crate::tf32x3::AKByM`] layout.
+//! [`crate::tf32x3::AKByM`] layout, mage-005 through matmul mage-011's
+//! split ([`crate::k_slices`]) on A transposed into scratch.
 //!
 //! | stage | what changed |
 //! |---|---|
@@ -21,12 +22,16 @@
 //! | [`mage_002`] | 3xTF32 (FP32 accuracy) on `wgmma`: A transposed into scratch by a tiled launch, then matmul mage-009's product |
 //! | [`mage_003`] | A's transpose inside the product: each K tile copied raw and split into the K-major planes, 64-row tiles, one launch |
 //! | [`mage_004`] | split-K: mage-003's product per tile and slice of K into scratch, the slices added in order by a second kernel |
+//! | [`mage_005`] | split-K over the transposed product: mage-002's transpose (rows padded to 16 bytes), then matmul mage-011's split product and in-order totals, 64- or 128-row tiles |
+//! | [`transpose`] | the kernel body of mage-002's and mage-005's transpose of A into scratch |
 //! | [`current`] | the dispatcher |
 
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
+pub mod mage_005;
+pub mod transpose;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -50,7 +55,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
 
     /// The op.
     pub static TN: Op = Op {
