@@ -383,6 +383,16 @@ def build_triton(op: str, name: str, views: dict, shape: list[int], device) -> I
 # -- Rust ------------------------------------------------------------------------------------
 
 
+def aligned_starts(shapes: list[list[int]], floats: int = 4) -> tuple[list[int], int]:
+    """Where each of `shapes` starts in one flat f32 buffer, in order, each
+    on a multiple of `floats` elements (16 bytes), and the buffer's length."""
+    starts, at = [], 0
+    for part in shapes:
+        starts.append(at)
+        at += -(-math.prod(part) // floats) * floats
+    return starts, at
+
+
 class RustImpl(Preallocated):
     """A Mage stage bound once to the op's input tensors and its own
     output through `mage.prepare` (the Rust launch path of `cargo xtask
@@ -396,14 +406,16 @@ class RustImpl(Preallocated):
         super().__init__(name, stage, shape, device)
         dims = mage.dims_from_shapes(op, [list(t.shape) for t in tensors])
         shapes = mage.output_shapes(op, dims)
+        self.parts = None
         if len(shapes) == 1:
             output = self.out_view
-        else:  # several outputs: each a view of its part of the one flat output, in order
-            output, at = [], 0
-            for part in shapes:
-                n = math.prod(part)
-                output.append(self.out[at:at + n].view(part))
-                at += n
+        else:  # several outputs: each a view of its part of one flat buffer, in order, each
+            # starting on a 16-byte boundary as the stages' 16-byte copies need (launch refuses
+            # a view that does not); `result` joins the parts back into the output's order.
+            starts, at = aligned_starts(shapes)
+            self.out = torch.empty(max(at, 1), dtype=torch.float32, device=device)
+            output = [self.out[a:a + math.prod(part)].view(part) for a, part in zip(starts, shapes)]
+            self.parts = output
         self.bound = mage.prepare(op, stage, tensors, output)
         self.scratch = list(self.bound.scratch)
         d = self.bound.describe()
@@ -412,3 +424,8 @@ class RustImpl(Preallocated):
 
     def call(self) -> None:
         self.bound()
+
+    def result(self) -> torch.Tensor:
+        if self.parts is None:
+            return self.out_view
+        return torch.cat([p.reshape(-1) for p in self.parts]).view(self.shape)

@@ -67,6 +67,9 @@ for n, w, e in [(7, 9, 23), (5, 3, 0)]:
     if e:
         csr = torch.sparse_csr_tensor(r64, i64, wt, size=(n, n))
         check("sparse neighbor", impls.neighbor_cusparse(csr, x), ref)
+# The compare runner's several outputs: each on a 16-byte boundary, in order, none overlapping.
+starts, total = impls.aligned_starts([[7, 9], [23], [4], [1, 1]])
+assert (starts, total) == ([0, 64, 88, 92], 96), (starts, total)
 print("ok")
 '''
 
