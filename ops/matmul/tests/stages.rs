@@ -336,28 +336,25 @@ fn the_tf32_tolerances_pass_tf32_sums_and_fail_indexing_bugs() {
 
 #[test]
 fn current_dispatches_by_shape() {
-    for d in [[1024, 1024, 1], [512, 512, 63], [384, 384, 7]] {
+    for d in [[1024, 1024, 1], [2048, 2048, 1], [4096, 4096, 1]] {
+        assert_eq!(current::choose(&d).name, "mage-012", "{d:?}");
+    }
+    for d in [[1024, 1024, 2], [512, 512, 63], [384, 384, 7]] {
         assert_eq!(current::choose(&d).name, "mage-006", "{d:?}");
     }
-    for d in [[1000, 1037, 999], [2047, 2047, 2047], [1000, 1000, 999], [1023, 1023, 1023], [384, 385, 64]] {
-        assert_eq!(current::choose(&d).name, "mage-010", "{d:?}");
-    }
-    for d in [
-        [2048, 2048, 2048],
-        [4096, 4096, 4096],
-        [4096, 4096, 1024],
-        [1024, 1024, 1024],
-        [512, 512, 512],
-        [768, 768, 768],
-        [1024, 1024, 8192],
-        [512, 256, 64],
-    ] {
-        assert_eq!(current::choose(&d).name, "mage-009", "{d:?}");
-    }
-    for d in [[4096, 4096, 63], [2048, 2048, 1]] {
+    for d in [[4096, 4096, 63], [2048, 2048, 2]] {
         assert_eq!(current::choose(&d).name, "mage-007", "{d:?}");
     }
-    for d in [[256, 256, 256], [1, 1, 1], [17, 19, 23], [128, 128, 4096]] {
+    for d in [[1000, 1037, 999], [256, 256, 256], [512, 512, 512], [768, 768, 768], [128, 128, 4096], [1024, 1024, 8192]] {
+        assert_eq!(current::choose(&d).name, "mage-011", "{d:?}");
+    }
+    for d in [[2047, 2047, 2047], [1000, 1000, 999], [1023, 1023, 1023], [384, 385, 64]] {
+        assert_eq!(current::choose(&d).name, "mage-010", "{d:?}");
+    }
+    for d in [[2048, 2048, 2048], [4096, 4096, 4096], [4096, 4096, 1024], [1024, 1024, 1024], [512, 256, 64]] {
+        assert_eq!(current::choose(&d).name, "mage-009", "{d:?}");
+    }
+    for d in [[256, 256, 64], [128, 128, 64], [1, 1, 1], [17, 19, 23], [255, 255, 1]] {
         assert_eq!(current::choose(&d).name, "mage-001", "{d:?}");
     }
     for m in [1, 63, 64, 500, 1024, 4096] {
@@ -368,6 +365,8 @@ fn current_dispatches_by_shape() {
     }
     let entry = |d: [u32; 3]| (current::choose(&d).plan)(&d).launches[0].kernel.name;
     assert_eq!(entry([1024, 1024, 1024]), "matmul_3xtf32_m64_v4");
+    assert_eq!(entry([1024, 1020, 1]), "matmul_small_k_v4");
+    assert_eq!(entry([1024, 1021, 1]), "matmul_small_k_scalar");
     assert_eq!(entry([1024, 1020, 63]), "matmul_cp_async_v4");
     assert_eq!(entry([1024, 1021, 63]), "matmul_cp_async_scalar");
     assert_eq!(entry([1000, 1036, 9]), "matmul_warptile8x8_v4");

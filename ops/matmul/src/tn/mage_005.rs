@@ -118,7 +118,14 @@
 //!
 //! ## Measured
 //!
-//! Pending a GPU verdict; `current` does not take it yet.
+//! `results/mage-013` (CUPTI kernel time, hot L2, medians): (768, 3072,
+//! 4096) 275.29 µs (mage-002 358.30, torch.compile 403.24), (3072, 768,
+//! 4096) 305.41 (376.65, 403.09), 1000x1037x999 56.34 (74.91, torch
+//! 54.93): at or under the predictions, each judged FASTER than mage-002.
+//! 512³ 11.10 (mage-004 10.31) and 256³ 7.69 (mage-001 7.95, not judged
+//! against it), as predicted not better than the stages there; SAME as
+//! mage-002 at 1024³ and 2048³ (one slice). `current` takes it where k
+//! >= 512 and its rule splits over many tiles ([`super::current`]).
 
 use crate::tf32x3::{Rows64, Rows128};
 
