@@ -45,7 +45,10 @@
 //! keeps those shapes. The entry's 29 registers (`tests/resources.rs`)
 //! let eight blocks share an SM.
 //!
-//! Measured: pending a GPU verdict.
+//! Measured (`results/backward-7`, CUPTI kernel time, hot L2, medians):
+//! 2.88 µs at 1000x1001 against mage-001's 3.88 and torch.compile's 3.09,
+//! judged FASTER than mage-001: `current` takes it where the width is not
+//! a multiple of 4.
 
 use crate::flat_quads::{Activation, flat_quads};
 pub use crate::flat_quads::{THREADS, blocks};

@@ -69,11 +69,11 @@ fn a_dense_sweep_of_z_on_every_stage() {
     }
 }
 
-/// mage-002 where the width is a multiple of 4, else mage-001.
+/// mage-002 where the width is a multiple of 4, else mage-003.
 #[test]
 fn current_dispatches_by_shape() {
     assert_eq!(choose(&[4096, 768]).name, "mage-002");
-    assert_eq!(choose(&[1000, 1001]).name, "mage-001");
+    assert_eq!(choose(&[1000, 1001]).name, "mage-003");
     assert!(!mage_002::supports(&[4, 257]));
 }
 

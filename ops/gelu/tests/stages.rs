@@ -108,14 +108,15 @@ fn a_dense_sweep_of_z_on_every_stage() {
     }
 }
 
-/// `current` takes mage-002 where the width is a multiple of 4.
+/// `current` takes mage-002 where the width is a multiple of 4, mage-003
+/// elsewhere.
 #[test]
 fn current_dispatches_by_shape() {
     let pick = |d: [u32; 2]| current::choose(&d).name;
     assert_eq!(pick([4096, 768]), "mage-002");
     assert_eq!(pick([4096, 3072]), "mage-002");
-    assert_eq!(pick([1000, 1001]), "mage-001");
-    assert_eq!(pick([3, 257]), "mage-001");
+    assert_eq!(pick([1000, 1001]), "mage-003");
+    assert_eq!(pick([3, 257]), "mage-003");
     assert!(!mage_002::supports(&[4, 257]));
 }
 

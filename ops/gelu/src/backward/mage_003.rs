@@ -59,7 +59,12 @@
 //! pair each: about mage-002's times (10.74 µs at 4096x768), not the
 //! shapes this stage is for.
 //!
-//! Measured: pending a GPU verdict.
+//! Measured (`results/backward-7`, CUPTI kernel time, hot L2, medians):
+//! 10.64 µs at 1000x1001 against mage-002's 7.10 and torch.compile's
+//! 6.53, judged SLOWER than mage-002 (1.50x); at 7x9 SLOWER too (3.22
+//! against 2.69, `results/backward-8`). The prediction (about 5.0) was
+//! wrong by 2x and not profiled: `current` keeps mage-002
+//! (`docs/attempts.md`).
 
 use super::element_gradient::TanhGradient;
 pub use crate::bias_gradient::slabs::{

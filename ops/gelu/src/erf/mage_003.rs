@@ -31,7 +31,10 @@
 //! The entry's 32 registers (`tests/resources.rs`) let eight blocks share
 //! an SM, so the 978 blocks at 1000x1001 are one wave.
 //!
-//! Measured: pending a GPU verdict.
+//! Measured (`results/backward-7`, CUPTI kernel time, hot L2, medians):
+//! 3.65 µs at 1000x1001 against mage-001's 4.43 and torch.compile's 2.90:
+//! FASTER than mage-001 (`current` takes it where the width is not a
+//! multiple of 4), and as estimated still behind torch.compile.
 
 use super::normal_cdf::normal_cdf_with;
 use crate::flat_quads::{Activation, flat_quads};

@@ -29,7 +29,10 @@
 //! no better: about 5.5 µs, 0.73x mage-002's 7.52 and 0.82x
 //! torch.compile's 6.73 (3 kernels).
 //!
-//! Measured: pending a GPU verdict.
+//! Measured (`results/backward-7`, CUPTI kernel time, hot L2, medians):
+//! 11.23 µs at 1000x1001 against mage-002's 7.57 and torch.compile's
+//! 6.74, judged SLOWER than mage-002 (1.49x): `current` keeps mage-002
+//! (`docs/attempts.md`).
 
 use super::element_gradient::ErfGradient;
 pub use crate::bias_gradient::slabs::{

@@ -32,9 +32,28 @@
 //! |---|---|
 //! | [`mage_001`] | the transpose built on the GPU with integer atomics (counts), a scan and ranks by edge number; a thread per dX element over its node's out-edges in order, a thread per edge for dw (ignores the transpose passed in) |
 //! | [`mage_002`] | one launch over the transpose passed in: a group of lanes per source node, x held in registers, its out-edges walked in order with 8 dY rows gathered at once (128-bit where `width % 4 == 0`), dX and dw in one pass |
-//! | [`mage_003`] | mage-002's pass in rounds of 16 out-edges: one transpose entry a lane with the next round's loaded early, all 16 dY rows gathered before the first is used, the round's 16 dot products summed by one reduce-scatter over the group (15 shuffles, one store); not measured yet |
+//! | [`mage_003`] | mage-002's pass in rounds of 16 out-edges: one transpose entry a lane with the next round's loaded early, all 16 dY rows gathered before the first is used, the round's 16 dot products summed by one reduce-scatter over the group (15 shuffles, one store) |
 //!
-//! `current` is mage-002 always: it reads each dY row once per edge and
+//! `current` is mage-003 always: judged FASTER than mage-002 at every
+//! sweep shape, uniform and power-law (`results/backward-7`,
+//! `results/backward-8`, CUPTI kernel time, hot L2):
+//!
+//! <!-- mage:table verdicts results/backward-7/comparison.json a=mage-003 ops=neighbor_backward -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | neighbor_backward | 4096x64x65536 | hot | kernel time | rust mage-003 | rust mage-002 | 0.584 [0.584, 0.587] | FASTER |
+//! | neighbor_backward | 4096x64x65536 power-law | hot | kernel time | rust mage-003 | rust mage-002 | 0.499 [0.497, 0.500] | FASTER |
+//! | neighbor_backward | 7x9x23 | hot | kernel time | rust mage-003 | rust mage-002 | – | not measured |
+//! | neighbor_backward | 65536x64x1048576 | hot | kernel time | rust mage-003 | rust mage-002 | 0.838 [0.835, 0.838] | FASTER |
+//! | neighbor_backward | 65536x64x1048576 power-law | hot | kernel time | rust mage-003 | rust mage-002 | 0.744 [0.743, 0.745] | FASTER |
+//! <!-- /mage:table -->
+//! <!-- mage:table verdicts results/backward-8/comparison.json a=mage-003 ops=neighbor_backward -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | neighbor_backward | 7x9x23 | hot | kernel time | rust mage-003 | rust mage-002 | 0.692 [0.692, 0.692] | FASTER |
+//! <!-- /mage:table -->
+//!
+//! Before it, mage-002 held every graph: it reads each dY row once per edge and
 //! x, dX and the transpose once, where mage-001 also rebuilds the
 //! transpose in six launches and walks each node's list with one
 //! dependent chain of loads per edge per element. A node that is the
@@ -46,9 +65,9 @@
 //! partial sums added in a fixed order by a second kernel, would make such
 //! a node fast too; it is not built, and then the dispatcher would read
 //! the largest out-degree from `t_rowptr`.) mage-003 walks the same
-//! lists in rounds of 16 edges, one dependent round trip a round, and
-//! predicts about 5.5 µs at 4096x64x65536 against mage-002's 12.7; it is
-//! not measured yet, so `current` stays mage-002.
+//! lists in rounds of 16 edges, one dependent round trip a round; it
+//! predicted about 5.5 µs at 4096x64x65536 against mage-002's 12.7 and
+//! took 7.41 against 12.45 (`results/backward-7`).
 //!
 //! The transpose is built on the host. A build on the GPU once per graph
 //! is mage-001's count, scan, fill and order kernels (`colptr` is
@@ -252,6 +271,6 @@ mod host {
         },
         stages: &STAGES,
         outside_contract: &[],
-        current: Dispatcher { summary: "mage-002 always", reads: &[], choose: |_, _| &mage_002::STAGE },
+        current: Dispatcher { summary: "mage-003 always", reads: &[], choose: |_, _| &mage_003::STAGE },
     };
 }
