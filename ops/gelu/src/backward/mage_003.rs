@@ -63,8 +63,9 @@
 //! 10.64 µs at 1000x1001 against mage-002's 7.10 and torch.compile's
 //! 6.53, judged SLOWER than mage-002 (1.50x); at 7x9 SLOWER too (3.22
 //! against 2.69, `results/backward-8`). The prediction (about 5.0) was
-//! wrong by 2x and not profiled: `current` keeps mage-002
-//! (`docs/attempts.md`).
+//! wrong by 2x, all of it in the slab kernel (8.94 µs against mage-002's
+//! tile kernel's 4.94; the batched totals took 1.69 against 2.16):
+//! `current` keeps mage-002 (`docs/attempts.md`).
 
 use super::element_gradient::TanhGradient;
 pub use crate::bias_gradient::slabs::{
