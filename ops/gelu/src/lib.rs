@@ -12,7 +12,7 @@
 //! | [`mage_003`] | the matrix as one flat run of 128-bit quads, any width (a quad may straddle two rows), the bias column carried along, a thread a quad; mage-002's arithmetic |
 //! | [`logistic`] | the arithmetic mage-002 and mage-003 share, `z·σ(2u)` |
 //! | [`flat_quads`] | the kernel body mage-003 and gelu_erf's mage-003 share |
-//! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-001 |
+//! | [`current`] | the dispatcher: mage-002 where the width is a multiple of 4, else mage-003 |
 //! | [`backward`] | `gelu_backward`, the gradients dx and dbias: an op of its own with its own stages |
 //! | [`erf`] | `gelu_erf`, bias + the exact GELU (erf form, PyTorch's default): an op of its own with its own stages |
 //! | [`erf_backward`] | `gelu_erf_backward`, the exact GELU's gradients dx and dbias: an op of its own with its own stages |
