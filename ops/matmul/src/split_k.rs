@@ -132,6 +132,18 @@ pub(crate) unsafe fn store_flat<const VEC: bool>(c: *mut f32, len: u32, i: u32, 
     }
 }
 
+/// `c[i] = Σ_s partials[s·len + i]` for `i < len`: [`add_slices`] with
+/// C in the partials' layout ([`store_flat`]); `VEC`: `len` a multiple of
+/// 4, 16-byte accesses. The totals of matmul_tn mage-004.
+///
+/// # Safety
+/// `partials` holds `slices·len` floats, `c` `len`;
+/// [`TOTALS_SHARED_BYTES`] of shared memory.
+#[inline(always)]
+pub(crate) unsafe fn add_flat_slices<const VEC: bool>(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
+    unsafe { add_slices::<VEC>(partials, len, slices, groups, |i, v| store_flat::<VEC>(c, len, i, v)) }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
