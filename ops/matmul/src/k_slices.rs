@@ -1,21 +1,25 @@
 //! K in slices over the 3xTF32 product on 16-byte rows: matmul mage-011's
 //! split, shared with matmul_tn mage-005 (which runs it on A transposed
-//! into scratch). What it does and why, its cost model and its error
-//! analysis are in [`crate::mage_011`]'s module doc; the stages own their
-//! kernel entries (each calls `slice` or `add_padded_slices`).
+//! into scratch) and matmul_nt mage-003 (which runs it with B `[n, k]`).
+//! What it does and why, its cost model and its error analysis are in
+//! [`crate::mage_011`]'s module doc; the stages own their kernel entries
+//! (each calls `slice`, `slice_nt`, `add_padded_slices` or
+//! [`crate::split_k`]'s `add_flat_slices`).
 //!
 //! Here: the device side, a block's product over its slice of K
 //! ([`crate::tf32x3`]'s body with the [`crate::tf32x3::KSliceByN`]
-//! layout: A `[m, k]` read in a window of its rows) and the totals of
-//! partials `m` x `n4` into C's `n` columns ([`crate::split_k`]'s in-order
-//! sum); on the host, the dims the product runs on ([`padded`],
-//! [`BLayout::columns`]), the cost model ([`estimate_ns`]), the rule it
-//! gives ([`split`]) and the plan of the padding, product and totals
-//! launches ([`plan_with`]), given the stage's entries, the layout of B
-//! they read and where A comes from ([`AFrom`]).
+//! layout: A `[m, k]` read in a window of its rows; or with
+//! [`crate::tf32x3::NSliceByK`], B `[n, k]` read in a window of its rows
+//! too) and the totals of partials `m` x `n4` into C's `n` columns
+//! ([`crate::split_k`]'s in-order sum); on the host, the dims the product
+//! runs on ([`padded`], [`BLayout::columns`]), the cost model
+//! ([`estimate_ns`]), the rule it gives ([`split`]) and the plan of the
+//! padding, product and totals launches ([`plan_with`]), given the
+//! stage's entries, the layout of B they read and where A comes from
+//! ([`AFrom`]).
 
 use crate::split_k::{add_slices, store_flat};
-use crate::tf32x3::{KSliceByN, Layout, Tile, body_with_a_rows};
+use crate::tf32x3::{KSliceByN, Layout, NSliceByK, Tile, body_with_a_rows};
 
 /// The product over slice `block_idx_y()` of K (`slice_k` long, the last
 /// one what is left of `k`) in layout `L`: A moved to the slice's first
@@ -24,7 +28,7 @@ use crate::tf32x3::{KSliceByN, Layout, Tile, body_with_a_rows};
 /// mage-009's body over the slice.
 ///
 /// # Safety
-/// As [`slice`], B as `L` lays it out.
+/// As [`slice`] or [`slice_nt`], B as `L` lays it out.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn slice_in<T: Tile, L: Layout>(
@@ -58,6 +62,20 @@ unsafe fn slice_in<T: Tile, L: Layout>(
 #[inline(always)]
 pub(crate) unsafe fn slice<T: Tile>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
     unsafe { slice_in::<T, KSliceByN>(a, b, partials, m, n, k, slice_k, n) }
+}
+
+/// [`slice`] with B `[n, k]` ([`crate::tf32x3::NSliceByK`]): B moved to
+/// the slice's first column (`k0` floats, its rows stay `k` apart, as
+/// A's), then matmul_nt mage-002's body over the slice, its partial stored
+/// by the element on C's own `n` columns.
+///
+/// # Safety
+/// `a`, `b` hold A `[m, k]` and B `[n, k]`, `k` a multiple of 4;
+/// `partials` holds `⌈k / slice_k⌉·m·n` floats; `slice_k` a multiple of 4;
+/// `block_idx_y() < ⌈k / slice_k⌉`.
+#[inline(always)]
+pub(crate) unsafe fn slice_nt<T: Tile>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    unsafe { slice_in::<T, NSliceByK>(a, b, partials, m, n, k, slice_k, 1) }
 }
 
 /// `c[i, j] = Σ_s partials[s][i, j]` for C `[m, n]`, the partials `m` x
@@ -181,7 +199,7 @@ mod host {
         /// `[k4, n4]` where `k` or `n` is not a multiple of 4; the product
         /// and its partials on `n4` columns, C's `n` cut from them.
         KByN,
-        /// B `[n, k]` (matmul_nt's, its rows K-contiguous): padded
+        /// B `[n, k]` (matmul_nt's, [`crate::tf32x3::NSliceByK`]): padded
         /// to `[n, k4]` where `k` is not a multiple of 4; the product
         /// stores by the element, so it and its partials run on C's own
         /// `n` columns.
