@@ -1,20 +1,54 @@
 //! K in slices over the 3xTF32 product on 16-byte rows: matmul mage-011's
 //! split, shared with matmul_tn mage-005 (which runs it on A transposed
-//! into scratch). What it does and why, its cost model and its error
-//! analysis are in [`crate::mage_011`]'s module doc; the stages own their
-//! kernel entries (each calls `slice` or `add_padded_slices`).
+//! into scratch) and matmul_nt mage-003 (which runs it with B `[n, k]`).
+//! What it does and why, its cost model and its error analysis are in
+//! [`crate::mage_011`]'s module doc; the stages own their kernel entries
+//! (each calls `slice`, `slice_nt`, `add_padded_slices` or
+//! [`crate::split_k`]'s `add_flat_slices`).
 //!
 //! Here: the device side, a block's product over its slice of K
 //! ([`crate::tf32x3`]'s body with the [`crate::tf32x3::KSliceByN`]
-//! layout: A `[m, k]` read in a window of its rows) and the totals of
-//! partials `m` x `n4` into C's `n` columns ([`crate::split_k`]'s in-order
-//! sum); on the host, the dims the product runs on ([`padded`]), the cost
-//! model ([`estimate_ns`]), the rule it gives ([`split`]) and the plan of
-//! the padding, product and totals launches ([`plan_with`]), given the
-//! stage's entries and where A comes from ([`AFrom`]).
+//! layout: A `[m, k]` read in a window of its rows; or with
+//! [`crate::tf32x3::NSliceByK`], B `[n, k]` read in a window of its rows
+//! too) and the totals of partials `m` x `n4` into C's `n` columns
+//! ([`crate::split_k`]'s in-order sum); on the host, the dims the product
+//! runs on ([`padded`], [`BLayout::columns`]), the cost model
+//! ([`estimate_ns`]), the rule it gives ([`split`]) and the plan of the
+//! padding, product and totals launches ([`plan_with`]), given the
+//! stage's entries, the layout of B they read and where A comes from
+//! ([`AFrom`]).
 
 use crate::split_k::{add_slices, store_flat};
-use crate::tf32x3::{KSliceByN, Tile, body_with_a_rows};
+use crate::tf32x3::{KSliceByN, Layout, NSliceByK, Tile, body_with_a_rows};
+
+/// The product over slice `block_idx_y()` of K (`slice_k` long, the last
+/// one what is left of `k`) in layout `L`: A moved to the slice's first
+/// column (its rows stay `k` apart), B by `k0·b_per_k` floats (`k0` the
+/// slice's first term), the output to partial `block_idx_y()`, then
+/// mage-009's body over the slice.
+///
+/// # Safety
+/// As [`slice`] or [`slice_nt`], B as `L` lays it out.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn slice_in<T: Tile, L: Layout>(
+    a: *const f32,
+    b: *const f32,
+    partials: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    b_per_k: u32,
+) {
+    let s = mage_common::device::block_idx_y();
+    let k0 = s * slice_k;
+    let len = slice_k.min(k - k0);
+    let a = a.wrapping_add(k0 as usize);
+    let b = b.wrapping_add(k0 as usize * b_per_k as usize);
+    let c = partials.wrapping_add(s as usize * m as usize * n as usize);
+    unsafe { body_with_a_rows::<true, T, L>(a, b, c, m, n, len, k) }
+}
 
 /// The product over slice `block_idx_y()` of K (`slice_k` long, the last
 /// one what is left of `k`): A moved to the slice's first column (its rows
@@ -27,13 +61,21 @@ use crate::tf32x3::{KSliceByN, Tile, body_with_a_rows};
 /// `block_idx_y() < ⌈k / slice_k⌉`.
 #[inline(always)]
 pub(crate) unsafe fn slice<T: Tile>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
-    let s = mage_common::device::block_idx_y();
-    let k0 = s * slice_k;
-    let len = slice_k.min(k - k0);
-    let a = a.wrapping_add(k0 as usize);
-    let b = b.wrapping_add(k0 as usize * n as usize);
-    let c = partials.wrapping_add(s as usize * m as usize * n as usize);
-    unsafe { body_with_a_rows::<true, T, KSliceByN>(a, b, c, m, n, len, k) }
+    unsafe { slice_in::<T, KSliceByN>(a, b, partials, m, n, k, slice_k, n) }
+}
+
+/// [`slice`] with B `[n, k]` ([`crate::tf32x3::NSliceByK`]): B moved to
+/// the slice's first column (`k0` floats, its rows stay `k` apart, as
+/// A's), then matmul_nt mage-002's body over the slice, its partial stored
+/// by the element on C's own `n` columns.
+///
+/// # Safety
+/// `a`, `b` hold A `[m, k]` and B `[n, k]`, `k` a multiple of 4;
+/// `partials` holds `⌈k / slice_k⌉·m·n` floats; `slice_k` a multiple of 4;
+/// `block_idx_y() < ⌈k / slice_k⌉`.
+#[inline(always)]
+pub(crate) unsafe fn slice_nt<T: Tile>(a: *const f32, b: *const f32, partials: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    unsafe { slice_in::<T, NSliceByK>(a, b, partials, m, n, k, slice_k, 1) }
 }
 
 /// `c[i, j] = Σ_s partials[s][i, j]` for C `[m, n]`, the partials `m` x
@@ -138,20 +180,66 @@ mod host {
     }
 
     /// A stage's entries: its slice products at 128 and 64 rows (kernel
-    /// arguments `a, b, partials, m, n4, k4, slice_k`) and its totals
-    /// (`partials, c, m, n, slices, groups`), and its name for messages.
+    /// arguments `a, b, partials, m, columns, k4, slice_k`, `columns` as
+    /// [`BLayout::columns`]) and its totals (`partials, c, m, n, slices,
+    /// groups`), the layout of B they read, and its name for messages.
     pub struct Entries {
         pub stage: &'static str,
         pub m128: &'static Kernel,
         pub m64: &'static Kernel,
         pub totals: &'static Kernel,
+        pub b: BLayout,
+    }
+
+    /// Where the product's B lies, and what follows from it: when the
+    /// operands are padded, and on how many columns the product runs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum BLayout {
+        /// B `[k, n]` (matmul's, [`crate::tf32x3::KSliceByN`]): padded to
+        /// `[k4, n4]` where `k` or `n` is not a multiple of 4; the product
+        /// and its partials on `n4` columns, C's `n` cut from them.
+        KByN,
+        /// B `[n, k]` (matmul_nt's, [`crate::tf32x3::NSliceByK`]): padded
+        /// to `[n, k4]` where `k` is not a multiple of 4; the product
+        /// stores by the element, so it and its partials run on C's own
+        /// `n` columns.
+        NByK,
+    }
+
+    impl BLayout {
+        /// Whether A and B are read in place: their rows 16-byte (`k`, and
+        /// for [`BLayout::KByN`] `n`, multiples of 4).
+        pub fn in_place(self, d: &[u32]) -> bool {
+            match self {
+                BLayout::KByN => crate::vector_rows(d),
+                BLayout::NByK => d[2].is_multiple_of(4),
+            }
+        }
+
+        /// B's shape as stored, and padded.
+        pub fn b_shapes(self, d: &[u32]) -> ([u32; 2], [u32; 2]) {
+            let (n, k) = (d[1], d[2]);
+            let [_, n4, k4] = padded(d);
+            match self {
+                BLayout::KByN => ([k, n], [k4, n4]),
+                BLayout::NByK => ([n, k], [n, k4]),
+            }
+        }
+
+        /// The columns of the product and its partials: `n4` or `n`.
+        pub fn columns(self, d: &[u32]) -> u32 {
+            match self {
+                BLayout::KByN => padded(d)[1],
+                BLayout::NByK => d[1],
+            }
+        }
     }
 
     /// Where the product's A `[m, k4]` comes from.
     pub enum AFrom {
-        /// Input 0, A `[m, k]` (matmul's): read in place where `k` and `n`
-        /// are multiples of 4, else padded into scratch by
-        /// `matmul_resize` as B is.
+        /// Input 0, A `[m, k]` (matmul's, matmul_nt's): read in place
+        /// where the rows are 16-byte ([`BLayout::in_place`]), else padded
+        /// into scratch by `matmul_resize` as B is.
         Input,
         /// Scratch `m·k4` floats, written by the launch this makes of that
         /// scratch argument, the plan's first (matmul_tn's transpose of A
@@ -161,15 +249,18 @@ mod host {
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of
     /// `slice_k` (a multiple of [`SLICE_QUANTUM`] where there are two or
-    /// more): A as `a` says and, where `k` or `n` is not a multiple of 4, B
-    /// padded into scratch (`[k4, n4]`); then the product, straight into C
-    /// where one slice holds all of k and `n` is a multiple of 4, into C's
-    /// padded copy (then cut back) where it is not, and into the partials
-    /// (`[slices, m, n4]`) where there are two slices or more, added into C
-    /// by the totals entry.
+    /// more): A as `a` says and, where the rows are not 16-byte
+    /// ([`BLayout::in_place`]), B padded into scratch ([`BLayout::b_shapes`]:
+    /// `[k4, n4]` or `[n, k4]`); then the product on the entries'
+    /// [`BLayout::columns`] (`n4` or `n`), straight into C where one slice
+    /// holds all of k and those columns are `n`, into C's padded copy (then
+    /// cut back) where they are not, and into the partials (`[slices, m,
+    /// columns]`) where there are two slices or more, added into C by the
+    /// totals entry.
     pub fn plan_with(d: &[u32], rows: u32, slice_k: u32, entries: &Entries, a: AFrom) -> Plan {
         let (m, n, k) = (d[0], d[1], d[2]);
-        let [_, n4, k4] = padded(d);
+        let k4 = padded(d)[2];
+        let cols = entries.b.columns(d);
         let slices = k4.div_ceil(slice_k);
         let stage = entries.stage;
         assert!(slices == 1 || slice_k.is_multiple_of(SLICE_QUANTUM), "{stage}: slices of {slice_k} are not a multiple of {SLICE_QUANTUM}");
@@ -183,7 +274,7 @@ mod host {
             scratch.push(floats);
             Arg::Scratch(scratch.len() - 1)
         };
-        let aligned = crate::vector_rows(d);
+        let aligned = entries.b.in_place(d);
         let a = match a {
             AFrom::Input if aligned => Arg::Input(0),
             AFrom::Input => {
@@ -200,14 +291,15 @@ mod host {
         let b = if aligned {
             Arg::Input(1)
         } else {
-            let b4 = take(k4 as usize * n4 as usize);
-            launches.push(resize(Arg::Input(1), b4, [k, n], [k4, n4]));
+            let (from, to) = entries.b.b_shapes(d);
+            let b4 = take(to[0] as usize * to[1] as usize);
+            launches.push(resize(Arg::Input(1), b4, from, to));
             b4
         };
         let into = if slices > 1 {
-            take(slices as usize * m as usize * n4 as usize)
-        } else if n4 != n {
-            take(m as usize * n4 as usize)
+            take(slices as usize * m as usize * cols as usize)
+        } else if cols != n {
+            take(m as usize * cols as usize)
         } else {
             Arg::Output(0)
         };
@@ -216,13 +308,13 @@ mod host {
             grid: Dim3 { x: tiles(d, rows), y: slices, z: 1 },
             block: Dim3::x(THREADS),
             shared_bytes: shared_bytes(rows),
-            args: vec![a, b, into, Arg::U32(m), Arg::U32(n4), Arg::U32(k4), Arg::U32(slice_k.min(k4))],
+            args: vec![a, b, into, Arg::U32(m), Arg::U32(cols), Arg::U32(k4), Arg::U32(slice_k.min(k4))],
         });
         if slices > 1 {
             let args = vec![into, Arg::Output(0), Arg::U32(m), Arg::U32(n), Arg::U32(slices), Arg::U32(total_groups(slices))];
-            launches.push(totals_launch(entries.totals, m * n4, slices, args));
-        } else if n4 != n {
-            launches.push(resize(into, Arg::Output(0), [m, n4], [m, n]));
+            launches.push(totals_launch(entries.totals, m * cols, slices, args));
+        } else if cols != n {
+            launches.push(resize(into, Arg::Output(0), [m, cols], [m, n]));
         }
         Plan { launches, scratch }
     }

@@ -19,8 +19,8 @@
 //! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
 //! | [`mage_012`] | small k on CUDA cores: a 4x4 register tile per thread straight from global memory, no shared memory or barrier, exactly `k` terms |
 //! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
-//! | [`k_slices`] | mage-011's split of K over that product on 16-byte rows (shared with [`tn`]'s mage-005): the slice body, the totals of padded partials, the cost model, the slice rule and the plan |
-//! | [`split_k`] | the second pass of a split-K product (mage-011's and [`tn`]'s mage-004's): each element's partials over the K slices added in slice order |
+//! | [`k_slices`] | mage-011's split of K over that product on 16-byte rows (shared with [`tn`]'s mage-005 and [`nt`]'s mage-003, B `[k, n]` or `[n, k]`): the slice body, the totals of padded partials, the cost model, the slice rule and the plan |
+//! | [`split_k`] | the second pass of a split-K product (mage-011's, [`tn`]'s mage-004's and mage-005's, [`nt`]'s mage-003's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
 //! Beside it, two ops of their own with the same dims `[m, n, k]`, for the

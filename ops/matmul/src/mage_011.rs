@@ -154,7 +154,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::k_slices::{AFrom, Entries};
+    use crate::k_slices::{AFrom, BLayout, Entries};
     use mage_common::op::{Plan, Stage};
 
     pub use crate::k_slices::{BLOCK_NS, MAX_SLICES, SLICE_QUANTUM, TILE_NS_64, TILE_NS_128, estimate_ns, padded, slices, split, tiles};
@@ -165,6 +165,7 @@ mod host {
         m128: &matmul_3xtf32_splitk_m128::KERNEL,
         m64: &matmul_3xtf32_splitk_m64::KERNEL,
         totals: &matmul_add_slices::KERNEL,
+        b: BLayout::KByN,
     };
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of

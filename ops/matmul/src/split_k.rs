@@ -1,9 +1,10 @@
 //! The second pass of a split-K product, shared by matmul_tn mage-004 and
-//! mage-005 and matmul mage-011: each element of C the sum of its partials
-//! over the K slices (scratch `[slices, len]`), added in slice order, the same bits
-//! every run, no atomics. The stages own their kernel entries (each names
-//! where the totals go) and their slice rules; the error analysis of the
-//! split sum is in [`crate::tn::mage_004`]'s module doc.
+//! mage-005, matmul mage-011 and matmul_nt mage-003: each element of C the
+//! sum of its partials over the K slices (scratch `[slices, len]`), added
+//! in slice order, the same bits every run, no atomics. The stages own
+//! their kernel entries (each names where the totals go) and their slice
+//! rules; the error analysis of the split sum is in
+//! [`crate::tn::mage_004`]'s module doc.
 //!
 //! A block has [`TOTALS_THREADS`] threads, each 4 consecutive elements of
 //! the partials (16-byte loads where `len` is a multiple of 4). The slices
@@ -130,6 +131,19 @@ pub(crate) unsafe fn store_flat<const VEC: bool>(c: *mut f32, len: u32, i: u32, 
             }
         }
     }
+}
+
+/// `c[i] = Σ_s partials[s·len + i]` for `i < len`: [`add_slices`] with
+/// C in the partials' layout ([`store_flat`]); `VEC`: `len` a multiple of
+/// 4, 16-byte accesses. The totals of matmul_tn mage-004 and matmul_nt
+/// mage-003.
+///
+/// # Safety
+/// `partials` holds `slices·len` floats, `c` `len`;
+/// [`TOTALS_SHARED_BYTES`] of shared memory.
+#[inline(always)]
+pub(crate) unsafe fn add_flat_slices<const VEC: bool>(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
+    unsafe { add_slices::<VEC>(partials, len, slices, groups, |i, v| store_flat::<VEC>(c, len, i, v)) }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -1,6 +1,6 @@
 //! The 3xTF32 product on `wgmma` shared by mage-009, mage-010 and
-//! mage-011, and by the transposed products' stages (`matmul_nt` mage-002,
-//! `matmul_tn` mage-002 to mage-005): tiles, shared-memory layout, pipeline and kernel
+//! mage-011, and by the transposed products' stages (`matmul_nt` mage-002
+//! and mage-003, `matmul_tn` mage-002 to mage-005): tiles, shared-memory layout, pipeline and kernel
 //! body. What it does and why, its error analysis and what it measured are
 //! in [`crate::mage_009`]'s module doc; the stages own their kernel entries
 //! and plans.
@@ -13,8 +13,9 @@
 //! the same instructions in the same order (only label numbers moved) and
 //! their ptxas resources are unchanged (`tests/resources.rs`). [`NByK`]
 //! takes B `[n, k]` (`matmul_nt`), [`AKByM`] A `[k, m]` (`matmul_tn`'s
-//! mage-003), and [`KSliceByN`] is matmul's over one slice of K
-//! (mage-011's split-K: A's rows longer than the slice).
+//! mage-003), [`KSliceByN`] is matmul's over one slice of K (mage-011's
+//! split-K: A's rows longer than the slice), and [`NSliceByK`]
+//! `matmul_nt`'s (its mage-003: A's and B's rows longer than the slice).
 
 use crate::{cp_async_quad, cp_async_quad_strided};
 use mage_common::device::wgmma::*;
@@ -399,6 +400,46 @@ impl Layout for KSliceByN {
     }
 }
 
+/// matmul_nt's layout over one slice of K (split-K, matmul_nt mage-003):
+/// A `[m, k]` as [`KSliceByN`] reads it (a window of `k` columns, the
+/// slice's length, of rows [`Block`]'s `a_row` floats apart), and B `[n, k]`
+/// as [`NByK`] reads it but for the same stride: its rows are as long as
+/// A's (the full K), so the window of the slice's columns is read with
+/// rows `a_row` apart too (the caller moves `b` to the slice's first
+/// column). Everything else is [`NByK`]'s: the chunks' columns and
+/// zero-fill bounds, the split, fragments and stores by the element, so a
+/// slice's partial is matmul_nt mage-002's product over the slice.
+pub struct NSliceByK;
+
+impl Layout for NSliceByK {
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        unsafe { KSliceByN::issue_a::<VEC, T>(blk, tile, stage) }
+    }
+
+    /// [`NByK::issue_b`]'s copies with B's rows `a_row` apart.
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        let t = thread_idx_x();
+        for i in 0..BN * BK / 4 / THREADS {
+            let q = t + THREADS * i;
+            let (r, c) = (q / 8, q % 8);
+            let dst = at + swizzled(r, c);
+            unsafe { cp_async_quad_strided::<VEC>(dst, blk.b, blk.col0 + r, blk.n, k0 + 4 * c, blk.k, blk.a_row) };
+        }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        NByK::fragment(at, s)
+    }
+
+    #[inline(always)]
+    unsafe fn store<T: Tile>(blk: &Block, c: *mut f32, acc: &T::Acc) {
+        unsafe { NByK::store::<T>(blk, c, acc) }
+    }
+}
+
 /// Floats per row of [`AKByM`]'s raw A tile: 4 more than its 64 rows of
 /// C, so that the 8 K rows a quarter-warp's 16-byte reads touch fall on 8
 /// different 16-byte slots of the banks.
@@ -525,8 +566,8 @@ pub struct Block {
     pub(crate) n: u32,
     pub(crate) k: u32,
     /// Floats from one row of A to the next where A `[m, k]` is read over
-    /// a slice of its K ([`KSliceByN`]: the whole rows' length); the other
-    /// layouts read `k`.
+    /// a slice of its K ([`KSliceByN`]: the whole rows' length; and of B
+    /// `[n, k]` too for [`NSliceByK`]); the other layouts read `k`.
     pub(crate) a_row: u32,
     pub(crate) row0: u32,
     pub(crate) col0: u32,
@@ -583,7 +624,8 @@ pub(crate) unsafe fn body<const VEC: bool, T: Tile, L: Layout>(a: *const f32, b:
 }
 
 /// [`body`] with A's rows `a_row` floats apart (`a_row >= k`), for a
-/// layout that reads A over a slice of its K ([`KSliceByN`]).
+/// layout that reads A over a slice of its K ([`KSliceByN`], and
+/// [`NSliceByK`], whose B's rows are `a_row` apart too).
 ///
 /// # Safety
 /// As [`body`], `a` holding `m` rows of `a_row` floats.

@@ -1,16 +1,17 @@
-//! The split-K stages, `matmul_tn` mage-004 and mage-005 and matmul
-//! mage-011, on the emulator: slices with every kind of tail against the f64 reference, the
-//! output every element written over its poison, the same bits as the
-//! slices' partials (the one-slice product over each slice alone) added in
-//! the kernel's order, the same bits on every run, one slice the unsplit
-//! stage's bits, `matmul_tn` mage-005 matmul mage-011's bits on A
-//! transposed back; and their slice rules on the host at the shapes they
-//! are for.
+//! The split-K stages, `matmul_tn` mage-004 and mage-005, matmul
+//! mage-011 and `matmul_nt` mage-003, on the emulator: slices with every
+//! kind of tail against the f64 reference, the output every element
+//! written over its poison, the same bits as the slices' partials (the
+//! one-slice product over each slice alone) added in the kernel's order,
+//! the same bits on every run, one slice the unsplit stage's bits,
+//! `matmul_tn` mage-005 matmul mage-011's bits on A transposed back and
+//! `matmul_nt` mage-003 mage-011's on B transposed back; and their slice
+//! rules on the host at the shapes they are for.
 
 use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, OUTPUT_POISON, Plan, check_plan, emulate_plan};
 use mage_matmul::tn::mage_004::{self, MIN_SLICE_K, SLICE_QUANTUM, estimate_ns, plan_with_slice_k, slice_k, slices, tiles, total_groups};
-use mage_matmul::{OP, TN, as_matmul_inputs, mage_009, mage_010, mage_011, tn};
+use mage_matmul::{NT, OP, TN, as_matmul_inputs, mage_009, mage_010, mage_011, nt, tn};
 
 /// Shapes and slice lengths: tails in m and n (not multiples of 4, 64 or
 /// 128), a last slice shorter than the others and not a multiple of 32,
@@ -525,6 +526,236 @@ mod tn_mage_005_property {
             check_plan(&TN, &plan, &d, &inputs).map_err(TestCaseError::fail)?;
             let out = run_tn(&plan, &d, &inputs);
             let want = run_matmul(&mage_011::plan_with(&d, rows, len), &d, &tn_as_matmul(&d, &inputs));
+            prop_assert_eq!(bits_differing(&out, &want), 0, "{:?} at {} rows in slices of {}", d, rows, len);
+        }
+    }
+}
+
+fn run_nt(plan: &Plan, d: &[u32], inputs: &[HostBuf]) -> Vec<f32> {
+    emulate_plan(&NT, plan, d, inputs).unwrap_or_else(|e| panic!("matmul_nt mage-003 at {d:?}: {e}"))
+}
+
+/// `matmul_nt`'s inputs (A `[m, k]`, B `[n, k]`) as matmul takes them.
+fn nt_as_matmul(d: &[u32], inputs: &[HostBuf]) -> Vec<HostBuf> {
+    let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+    as_matmul_inputs(inputs, [m, k], false, [n, k], true)
+}
+
+/// `matmul_nt` mage-003's own cases beside mage-011's: `k` a multiple of 4
+/// with `n` and `m·n` not (no padding at all, 4-byte totals), `k`
+/// shorter than a slice (one slice, A and B padded, the product straight
+/// into C), 128 rows over a ragged `n` and several slices.
+const NT_CASES: [([u32; 3], u32, u32); 5] = [
+    ([17, 19, 200], 64, 64),     // 4 slices, m·n = 323: scalar totals, nothing padded
+    ([5, 7, 600], 128, 64),      // 10 slices: two segments of 5; m·n = 35
+    ([33, 70, 23], 64, 64),      // k shorter than a slice: one slice, k padded to 24
+    ([70, 66, 5], 128, 128),     // k = 5 padded to 8, one slice
+    ([131, 259, 330], 128, 128), // 3 slices, the last 76 (k4 332); two row and three column tiles
+];
+
+/// The launches of `matmul_nt` mage-003's plan: A and B padded to `[m,
+/// k4]` and `[n, k4]` where `k` is not a multiple of 4 (never for `n`),
+/// the product with a grid dimension of slices, the totals over `m·n`
+/// partials where there are two slices or more; every element written over
+/// its poison, and the f64 reference.
+#[test]
+fn nt_mage_003_with_tails_matches_the_reference_and_writes_every_element() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().chain(NT_CASES).enumerate() {
+        let plan = nt::mage_003::plan_with(&d, rows, len);
+        let (m, n, k4) = (d[0] as usize, d[1] as usize, d[2].next_multiple_of(4));
+        let s = k4.div_ceil(len);
+        let names: Vec<_> = plan.launches.iter().map(|l| l.kernel.name).collect();
+        let product = format!("matmul_nt_3xtf32_splitk_m{rows}");
+        let mut want = vec![];
+        let mut scratch = vec![];
+        if d[2] % 4 != 0 {
+            want.extend(["matmul_resize", "matmul_resize"]);
+            scratch.extend([m * k4 as usize, n * k4 as usize]);
+        }
+        want.push(product.as_str());
+        if s > 1 {
+            want.push("matmul_nt_add_slices");
+            scratch.push(s as usize * m * n);
+        }
+        assert_eq!(names, want, "{d:?} in slices of {len}");
+        assert_eq!(plan.scratch, scratch, "{d:?} in slices of {len}");
+        let at = plan.launches.iter().position(|l| l.kernel.name == product).unwrap();
+        assert_eq!(plan.launches[at].grid.y, s, "{d:?}");
+        let inputs = NT.generate(&d, 800 + i as u64);
+        let out = run_nt(&plan, &d, &inputs);
+        let unwritten = out.iter().filter(|x| x.to_bits() == OUTPUT_POISON).count();
+        assert_eq!(unwritten, 0, "{d:?} in slices of {len}: {unwritten} elements left as poison");
+        check_plan(&NT, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{d:?} in slices of {len}: {e}"));
+    }
+}
+
+/// Each partial is matmul_nt mage-002's product over the slice, which is
+/// mage-009's on B transposed back, and the totals add the partials in
+/// mage-011's order: `matmul_nt` mage-003 is matmul mage-011 on B
+/// transposed back, to the bit, at every tile height and slice length,
+/// and with the rule's own choice where it splits and where it does not.
+#[test]
+fn nt_mage_003_is_mage_011_on_b_transposed_back_to_the_bit() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().chain(NT_CASES).enumerate() {
+        let inputs = NT.generate(&d, 850 + i as u64);
+        let out = run_nt(&nt::mage_003::plan_with(&d, rows, len), &d, &inputs);
+        let want = run_matmul(&mage_011::plan_with(&d, rows, len), &d, &nt_as_matmul(&d, &inputs));
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} at {rows} rows in slices of {len}: {differ} of {} elements differ from mage-011's", out.len());
+    }
+    for d in [[33, 70, 301], [17, 19, 23], [64, 128, 1024], [130, 36, 700], [1, 1, 1]] {
+        assert_eq!(nt::mage_003::split(&d), mage_011::split(&d), "{d:?}");
+        let inputs = NT.generate(&d, 851);
+        let out = run_nt(&(nt::mage_003::STAGE.plan)(&d), &d, &inputs);
+        let want = run_matmul(&(mage_011::STAGE.plan)(&d), &d, &nt_as_matmul(&d, &inputs));
+        assert_eq!(bits_differing(&out, &want), 0, "{d:?}");
+    }
+}
+
+/// Each of mage-003's partials is `matmul_nt` mage-002's product over the
+/// slice alone (A's and B's columns `k0..k0 + len`, at the same tile rows:
+/// the padding's zeros add exactly nothing, and mage-002's scalar entries
+/// zero-fill the same terms), and the totals add them as `total_groups`
+/// says. The split output is that sum, to the bit, and the same bits on a
+/// second run.
+#[test]
+fn nt_mage_003_is_mage_002s_slices_added_in_order_to_the_bit() {
+    for (i, (d, rows, len)) in MATMUL_CASES.into_iter().chain(NT_CASES).enumerate().filter(|(i, _)| [1, 3, 5, 8, 10, 14].contains(i)) {
+        let (m, n, k) = (d[0] as usize, d[1] as usize, d[2] as usize);
+        let inputs = NT.generate(&d, 870 + i as u64);
+        let (a, b) = (inputs[0].as_f32(), inputs[1].as_f32());
+        let s = d[2].next_multiple_of(4).div_ceil(len) as usize;
+        let columns = |x: &[f32], rows: usize, k0: usize, k1: usize| -> Vec<f32> {
+            (0..rows).flat_map(|r| x[r * k + k0..r * k + k1].to_vec()).collect()
+        };
+        let partials: Vec<Vec<f32>> = (0..s)
+            .map(|j| {
+                let (k0, k1) = (j * len as usize, ((j + 1) * len as usize).min(k));
+                let sd = [d[0], d[1], (k1 - k0) as u32];
+                let part = vec![HostBuf::F32(columns(a, m, k0, k1)), HostBuf::F32(columns(b, n, k0, k1))];
+                run_nt(&nt::mage_002::plan_with_rows(&sd, rows), &sd, &part)
+            })
+            .collect();
+        let groups = total_groups(s as u32) as usize;
+        let per = s.div_ceil(groups);
+        let want: Vec<f32> = (0..m * n)
+            .map(|e| {
+                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
+                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
+            })
+            .collect();
+        let plan = nt::mage_003::plan_with(&d, rows, len);
+        let out = run_nt(&plan, &d, &inputs);
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} in slices of {len}: {differ} of {} elements differ from mage-002's slices' sum", out.len());
+        assert_eq!(bits_differing(&out, &run_nt(&plan, &d, &inputs)), 0, "{d:?}: a second run differs");
+    }
+}
+
+/// One slice (k no longer than the slice, or the rule's choice) is
+/// `matmul_nt` mage-002's product at the same tile rows: the same bits,
+/// the product straight into C (after A's and B's padding where `k` is not
+/// a multiple of 4; C is never padded).
+#[test]
+fn nt_mage_003_with_one_slice_is_mage_002_to_the_bit() {
+    for rows in [64, 128] {
+        for d in [[17, 20, 100], [64, 128, 96], [130, 260, 200], [65, 66, 255], [37, 29, 33], [1, 1, 1], [129, 68, 7]] {
+            let d: [u32; 3] = d;
+            // A slice as long as k4, and one longer than it.
+            for len in [d[2].next_multiple_of(4), d[2].next_multiple_of(64) + 64] {
+                let plan = nt::mage_003::plan_with(&d, rows, len);
+                assert_eq!(plan.launches.len(), if d[2].is_multiple_of(4) { 1 } else { 3 }, "{d:?}");
+                let last = plan.launches.last().unwrap();
+                assert_eq!((last.kernel.name, last.grid.y), (format!("matmul_nt_3xtf32_splitk_m{rows}").as_str(), 1), "{d:?}");
+                assert_eq!(last.args[2], mage_common::op::Arg::Output(0), "{d:?}");
+                let inputs = NT.generate(&d, 880);
+                let want = run_nt(&nt::mage_002::plan_with_rows(&d, rows), &d, &inputs);
+                assert_eq!(bits_differing(&run_nt(&plan, &d, &inputs), &want), 0, "{d:?} at {rows} rows, slices of {len}");
+            }
+        }
+    }
+    for d in [[1024, 1024, 1024], [4096, 3072, 768], [300, 257, 64]] {
+        assert_eq!(nt::mage_003::slices(&d), 1, "{d:?}");
+    }
+    let d = [300, 257, 64];
+    let inputs = NT.generate(&d, 881);
+    let want = run_nt(&(nt::mage_002::STAGE.plan)(&d), &d, &inputs);
+    assert_eq!(bits_differing(&run_nt(&(nt::mage_003::STAGE.plan)(&d), &d, &inputs), &want), 0);
+}
+
+/// mage-003's rule is mage-011's: 256³ in 4 slices of 64 and 512³ in 4
+/// of 128 at 64 rows, 1000x1037x999 in 3 of 384 at 128 rows, one slice at
+/// 1024³ and at (4096, 3072, 768), 2 slices of 1536 at 128 rows at (4096,
+/// 768, 3072); the plan's scratch (A's and B's padding first where `k`
+/// needs it, the `m·n` partials last), grids and shared bytes.
+#[test]
+fn the_nt_mage_003_slice_rule_from_the_dims() {
+    for (d, want_rows, want_slices, want_len) in [
+        ([256, 256, 256], 64, 4, 64),
+        ([512, 512, 512], 64, 4, 128),
+        ([1000, 1037, 999], 128, 3, 384),
+        ([1024, 1024, 1024], 64, 1, 1024),
+        ([4096, 768, 3072], 128, 2, 1536),
+        ([4096, 3072, 768], 128, 1, 768),
+        ([33, 70, 301], 64, 5, 64),
+    ] {
+        let (rows, len) = nt::mage_003::split(&d);
+        assert_eq!((rows, nt::mage_003::slices(&d), len), (want_rows, want_slices, want_len), "{d:?}");
+    }
+    for (m, n) in [(1, 1), (64, 67), (100, 768), (768, 3072), (3072, 770), (4096, 768)] {
+        for k in [1u32, 63, 64, 65, 255, 999, 3072, 4096, 1 << 16] {
+            let d = [m, n, k];
+            let k4 = k.next_multiple_of(4);
+            assert_eq!(nt::mage_003::split(&d), mage_011::split(&d), "{d:?}");
+            let s = nt::mage_003::slices(&d);
+            let plan = (nt::mage_003::STAGE.plan)(&d);
+            let product = plan.launches.iter().find(|l| l.kernel.name.starts_with("matmul_nt_3xtf32_splitk_m")).unwrap();
+            assert_eq!(
+                (product.grid.x, product.grid.y, product.grid.z),
+                (m.div_ceil(nt::mage_003::split(&d).0) * n.div_ceil(128), s, 1),
+                "{d:?}"
+            );
+            assert!(plan.launches.iter().all(|l| l.shared_bytes <= 227 * 1024));
+            if k % 4 != 0 {
+                assert_eq!(plan.scratch[..2], [m as usize * k4 as usize, n as usize * k4 as usize], "{d:?}");
+            }
+            if s > 1 {
+                assert_eq!(plan.launches.last().unwrap().kernel.name, "matmul_nt_add_slices");
+                assert_eq!(plan.scratch.last(), Some(&(s as usize * m as usize * n as usize)), "{d:?}");
+            } else {
+                assert_eq!(plan.launches.last().unwrap().kernel.name, product.kernel.name, "{d:?}");
+            }
+        }
+    }
+}
+
+/// Random shapes, tile heights and slice lengths (tails of 4, 32, 64 and
+/// 128 in m, n and k, k shorter or longer than a slice): mage-003 within
+/// the op's tolerance of the f64 reference, and matmul mage-011's bits on
+/// B transposed back.
+mod nt_mage_003_property {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError};
+
+    fn dim() -> impl Strategy<Value = u32> {
+        prop_oneof![prop::sample::select(vec![1u32, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129]), 1u32..=140]
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: 16, ..Config::default() })]
+
+        #[test]
+        fn nt_mage_003_matches_the_reference_and_mage_011(
+            m in dim(), n in dim(), k in 1u32..=400, rows in prop::sample::select(vec![64u32, 128]),
+            len in prop::sample::select(vec![64u32, 128, 192]), seed in any::<u64>(),
+        ) {
+            let d = [m, n, k];
+            let plan = nt::mage_003::plan_with(&d, rows, len);
+            let inputs = NT.generate(&d, seed);
+            check_plan(&NT, &plan, &d, &inputs).map_err(TestCaseError::fail)?;
+            let out = run_nt(&plan, &d, &inputs);
+            let want = run_matmul(&mage_011::plan_with(&d, rows, len), &d, &nt_as_matmul(&d, &inputs));
             prop_assert_eq!(bits_differing(&out, &want), 0, "{:?} at {} rows in slices of {}", d, rows, len);
         }
     }

@@ -13,16 +13,20 @@
 //! history, dispatcher and sweep. What it shares with matmul is in the
 //! crate root: the f64 reference (matmul's on B transposed back), the
 //! generators, the tolerance and the kernel arguments; its 3xTF32 stage is
-//! [`crate::tf32x3`]'s body with B's [`crate::tf32x3::NByK`] layout.
+//! [`crate::tf32x3`]'s body with B's [`crate::tf32x3::NByK`] layout, and
+//! its split-K stage matmul mage-011's split ([`crate::k_slices`]) over
+//! that body with [`crate::tf32x3::NSliceByK`].
 //!
 //! | stage | what changed |
 //! |---|---|
 //! | [`mage_001`] | 16x16 shared tiles, one output per thread, each sum one `fma` per term in order |
 //! | [`mage_002`] | 3xTF32 (FP32 accuracy) on `wgmma`: matmul mage-009's product with B's tile K-major and swizzled like A's |
+//! | [`mage_003`] | split-K: mage-002's product per tile and slice of K into scratch, the slices added in order by a second kernel; matmul mage-011's slice rule |
 //! | [`current`] | the dispatcher |
 
 pub mod mage_001;
 pub mod mage_002;
+pub mod mage_003;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -46,7 +50,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 2] = [&mage_001::STAGE, &mage_002::STAGE];
+    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
 
     /// The op.
     pub static NT: Op = Op {

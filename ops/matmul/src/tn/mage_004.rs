@@ -163,7 +163,7 @@
 //! | matmul_tn | 768x768x4096 | hot | kernel time | rust mage-004 | rust mage-002 | 0.850 [0.849, 0.850] | FASTER |
 //! <!-- /mage:table -->
 
-use crate::split_k::{add_slices, store_flat};
+use crate::split_k::add_flat_slices;
 use crate::tf32x3::{AKByM, Rows64, body};
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::tf32x3::{BK, BN, SMS, THREADS, layout_shared_bytes};
@@ -213,9 +213,9 @@ mage_common::kernel! {
     /// shared memory; 16-byte accesses where `len` is a multiple of 4.
     pub unsafe fn matmul_tn_add_slices(partials: *const f32, c: *mut f32, len: u32, slices: u32, groups: u32) {
         if len.is_multiple_of(4) {
-            unsafe { add_slices::<true>(partials, len, slices, groups, |i, v| store_flat::<true>(c, len, i, v)) }
+            unsafe { add_flat_slices::<true>(partials, c, len, slices, groups) }
         } else {
-            unsafe { add_slices::<false>(partials, len, slices, groups, |i, v| store_flat::<false>(c, len, i, v)) }
+            unsafe { add_flat_slices::<false>(partials, c, len, slices, groups) }
         }
     }
 }

@@ -175,7 +175,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::k_slices::{AFrom, Entries, padded};
+    use crate::k_slices::{AFrom, BLayout, Entries, padded};
     use crate::tn::transpose::{TRANSPOSE_SHARED_BYTES, TRANSPOSE_THREADS, TRANSPOSE_TILE};
     use mage_common::kernel::Dim3;
     use mage_common::op::{Arg, Launch, Plan, Stage};
@@ -189,6 +189,7 @@ mod host {
         m128: &matmul_tn_3xtf32_splitk_m128::KERNEL,
         m64: &matmul_tn_3xtf32_splitk_m64::KERNEL,
         totals: &matmul_tn_add_padded_slices::KERNEL,
+        b: BLayout::KByN,
     };
 
     /// The transpose of A (`[k, m]`, input 0) into `dst` (`[m, k4]`, the
