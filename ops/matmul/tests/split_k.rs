@@ -35,6 +35,21 @@ fn inputs(d: &[u32], seed: u64) -> Vec<HostBuf> {
     TN.generate(d, seed)
 }
 
+/// The `elements` sums of the slices' `partials` in the totals kernels'
+/// order: [`total_groups`] contiguous segments, each added in slice order,
+/// then the segments' sums in segment order.
+fn added_in_order(partials: &[Vec<f32>], elements: usize) -> Vec<f32> {
+    let s = partials.len();
+    let groups = total_groups(s as u32) as usize;
+    let per = s.div_ceil(groups);
+    (0..elements)
+        .map(|e| {
+            let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
+            (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
+        })
+        .collect()
+}
+
 fn run(plan: &Plan, d: &[u32], inputs: &[HostBuf]) -> Vec<f32> {
     emulate_plan(&TN, plan, d, inputs).unwrap_or_else(|e| panic!("mage-004 at {d:?}: {e}"))
 }
@@ -76,14 +91,7 @@ fn split_k_is_the_slices_partials_added_in_order_to_the_bit() {
                 run(&one, &sd, &part)
             })
             .collect();
-        let groups = total_groups(s as u32) as usize;
-        let per = s.div_ceil(groups);
-        let want: Vec<f32> = (0..m * n)
-            .map(|e| {
-                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
-                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
-            })
-            .collect();
+        let want = added_in_order(&partials, m * n);
         let plan = plan_with_slice_k(&d, len);
         let out = run(&plan, &d, &inputs);
         let differ = bits_differing(&out, &want);
@@ -228,14 +236,7 @@ fn mage_011_is_the_slices_partials_added_in_order_to_the_bit() {
                 run_matmul(&one, &sd, &part)
             })
             .collect();
-        let groups = total_groups(s as u32) as usize;
-        let per = s.div_ceil(groups);
-        let want: Vec<f32> = (0..m * n)
-            .map(|e| {
-                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
-                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
-            })
-            .collect();
+        let want = added_in_order(&partials, m * n);
         let plan = mage_011::plan_with(&d, rows, len);
         let out = run_matmul(&plan, &d, &inputs);
         let differ = bits_differing(&out, &want);
@@ -411,14 +412,7 @@ fn tn_mage_005_is_mage_002s_slices_added_in_order_to_the_bit() {
                 run_tn(&tn::mage_002::plan_with_rows(&sd, rows), &sd, &part)
             })
             .collect();
-        let groups = total_groups(s as u32) as usize;
-        let per = s.div_ceil(groups);
-        let want: Vec<f32> = (0..m * n)
-            .map(|e| {
-                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
-                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
-            })
-            .collect();
+        let want = added_in_order(&partials, m * n);
         let plan = tn::mage_005::plan_with(&d, rows, len);
         let out = run_tn(&plan, &d, &inputs);
         let differ = bits_differing(&out, &want);
@@ -636,14 +630,7 @@ fn nt_mage_003_is_mage_002s_slices_added_in_order_to_the_bit() {
                 run_nt(&nt::mage_002::plan_with_rows(&sd, rows), &sd, &part)
             })
             .collect();
-        let groups = total_groups(s as u32) as usize;
-        let per = s.div_ceil(groups);
-        let want: Vec<f32> = (0..m * n)
-            .map(|e| {
-                let segment = |g: usize| partials[g * per..((g + 1) * per).min(s)].iter().map(|p| p[e]).reduce(|x, y| x + y).unwrap();
-                (0..groups).filter(|g| g * per < s).map(segment).reduce(|x, y| x + y).unwrap()
-            })
-            .collect();
+        let want = added_in_order(&partials, m * n);
         let plan = nt::mage_003::plan_with(&d, rows, len);
         let out = run_nt(&plan, &d, &inputs);
         let differ = bits_differing(&out, &want);
