@@ -119,6 +119,65 @@ fn empty_as<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, like_shape: &[usize]
     like.call_method1(pyo3::intern!(py, "new_empty"), (PyTuple::new(py, shape)?,))
 }
 
+/// What `run_plain` compares a call against, looked up in torch once.
+struct PlainTorch {
+    tensor: Py<PyAny>,
+    parameter: Py<PyAny>,
+    float32: Py<PyAny>,
+    /// The dtypes a `u32` input may have: int32 and (where torch has it) uint32.
+    words: Vec<Py<PyAny>>,
+    dispatch_modes: Py<PyAny>,
+    function_modes: Py<PyAny>,
+    /// functorch's interpreter stack (None outside a transform), where this torch has one.
+    transforms: Option<Py<PyAny>>,
+    grad_enabled: Py<PyAny>,
+    raw_stream: Py<PyAny>,
+}
+
+impl PlainTorch {
+    /// No dispatch mode, torch-function mode or functorch transform active.
+    fn no_mode(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.dispatch_modes.bind(py).call0()?.is_truthy()? || self.function_modes.bind(py).call0()?.is_truthy()? {
+            return Ok(false);
+        }
+        match &self.transforms {
+            Some(f) => Ok(f.bind(py).call0()?.is_none()),
+            None => Ok(true),
+        }
+    }
+}
+
+static PLAIN_TORCH: PyOnceLock<Option<PlainTorch>> = PyOnceLock::new();
+
+/// torch's objects `run_plain` reads; None where this torch lacks one of
+/// the functions it calls (no CUDA support: every call takes the full path).
+fn plain_torch(py: Python<'_>) -> PyResult<Option<&PlainTorch>> {
+    let refs = PLAIN_TORCH.get_or_try_init(py, || -> PyResult<_> {
+        let torch = py.import("torch")?;
+        let c = torch.getattr("_C")?;
+        let get = |m: &Bound<'_, PyAny>, name: &str| m.getattr(name).ok().map(Bound::unbind);
+        let functorch = c.getattr("_functorch").ok();
+        let (Some(dispatch_modes), Some(function_modes), Some(raw_stream)) =
+            (get(&c, "_len_torch_dispatch_stack"), get(&c, "_is_torch_function_mode_enabled"), get(&c, "_cuda_getCurrentRawStream"))
+        else {
+            return Ok(None);
+        };
+        let words = ["int32", "uint32"].iter().filter_map(|d| get(torch.as_any(), d)).collect();
+        Ok(Some(PlainTorch {
+            tensor: torch.getattr("Tensor")?.unbind(),
+            parameter: torch.getattr("nn")?.getattr("Parameter")?.unbind(),
+            float32: torch.getattr("float32")?.unbind(),
+            words,
+            dispatch_modes,
+            function_modes,
+            transforms: functorch.and_then(|f| get(&f, "peek_interpreter_stack")),
+            grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
+            raw_stream,
+        }))
+    })?;
+    Ok(refs.as_ref())
+}
+
 fn shape_of(t: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     // torch.Size is a tuple of ints.
     t.getattr(pyo3::intern!(t.py(), "shape"))?.extract()
@@ -175,6 +234,70 @@ impl Launcher {
         }
         plans.insert(key, planned.clone());
         Ok(planned)
+    }
+}
+
+impl Launcher {
+    /// Allocates the outputs and the plan's scratch like the first float32
+    /// input, binds the plan (or finds its binding) and launches it on
+    /// `stream`: the tail of `run` and `run_plain`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_planned<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &[Bound<'py, PyAny>],
+        like_shape: Option<Vec<usize>>,
+        mut ptrs: Vec<u64>,
+        planned: &Planned,
+        constants: &Constants,
+        device: usize,
+        stream: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let op = self.op;
+        let like = self.f32_input.zip(like_shape).map(|(i, shape)| (&inputs[i], shape));
+        let alloc = |shape: &[usize]| match &like {
+            Some((t, t_shape)) => empty_as(py, t, t_shape, shape),
+            None => empty(py, shape, device),
+        };
+        let outputs = PyList::empty(py);
+        let mut output_ptrs = Vec::with_capacity(planned.outputs.len());
+        for shape in &planned.outputs {
+            let t = alloc(shape)?;
+            output_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
+            outputs.append(t)?;
+        }
+        let mut scratch = Vec::with_capacity(planned.plan.scratch.len());
+        let mut scratch_ptrs = Vec::with_capacity(planned.plan.scratch.len());
+        for &n in &planned.plan.scratch {
+            let t = alloc(&[n.max(1)])?;
+            scratch_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
+            scratch.push(t);
+        }
+        let n_inputs = ptrs.len();
+        ptrs.extend(&output_ptrs);
+        ptrs.extend(&scratch_ptrs);
+        let constants = constants.iter().flatten().map(|(n, v)| (n.clone(), v.to_bits())).collect();
+        let key = BindKey { stage: planned.stage.name, dims: planned.dims.clone(), constants, device, ptrs };
+        let hit = self.bound.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
+        let bound = match hit {
+            Some(b) => b,
+            None => {
+                let b = crate::device::bind(device, op.package, &planned.plan, &key.ptrs[..n_inputs], &output_ptrs, &scratch_ptrs)
+                    .map_err(error)?;
+                let b = Arc::new(b);
+                let mut cache = self.bound.lock().unwrap_or_else(PoisonError::into_inner);
+                if cache.len() >= CACHE_LIMIT {
+                    cache.clear();
+                }
+                cache.insert(key, b.clone());
+                b
+            }
+        };
+        crate::device::launch(device, &bound, stream as cudarc::driver::sys::CUstream).map_err(error)?;
+        // The scratch goes back to the caching allocator now: its blocks are
+        // reused only by work queued after this launch on the same stream.
+        drop(scratch);
+        Ok(outputs)
     }
 }
 
@@ -267,51 +390,65 @@ impl Launcher {
             shapes.push(shape_of(t)?);
             ptrs.push(ptr);
         }
-        let like = self.f32_input.map(|i| (&inputs[i], shapes[i].clone()));
+        let like_shape = self.f32_input.map(|i| shapes[i].clone());
         let planned = self.planned(stage, shapes, graph.as_deref(), &constants)?;
-        let alloc = |shape: &[usize]| match &like {
-            Some((t, t_shape)) => empty_as(py, t, t_shape, shape),
-            None => empty(py, shape, device),
-        };
-        let outputs = PyList::empty(py);
-        let mut output_ptrs = Vec::with_capacity(planned.outputs.len());
-        for shape in &planned.outputs {
-            let t = alloc(shape)?;
-            output_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
-            outputs.append(t)?;
+        self.launch_planned(py, &inputs, like_shape, ptrs, &planned, &constants, device, stream)
+    }
+
+    /// `run` of `current` where nothing stands between the call and the
+    /// kernels: every input a `torch.Tensor` or `torch.nn.Parameter` (no
+    /// subclass), of the op's element type, on one CUDA device, contiguous,
+    /// 16-byte aligned and not empty, no gradient wanted of it (or grad
+    /// mode off), no dispatch or torch-function mode and no functorch
+    /// transform active, and shapes the op takes. Then it launches on
+    /// torch's current stream of that device and returns the outputs, as
+    /// `run` does; otherwise it returns None, having launched and allocated
+    /// nothing, and the caller takes its full path (torch's checks, the
+    /// dispatcher, autograd). One call into the module, with no Python
+    /// layer in front of it: the package's eager fast path.
+    #[pyo3(signature = (inputs, constants = None))]
+    fn run_plain<'py>(&self, py: Python<'py>, inputs: &Bound<'py, PyTuple>, constants: Constants) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(torch) = plain_torch(py)? else { return Ok(None) };
+        let op = self.op;
+        if inputs.len() != op.inputs.len() || !torch.no_mode(py)? {
+            return Ok(None);
         }
-        let mut scratch = Vec::with_capacity(planned.plan.scratch.len());
-        let mut scratch_ptrs = Vec::with_capacity(planned.plan.scratch.len());
-        for &n in &planned.plan.scratch {
-            let t = alloc(&[n.max(1)])?;
-            scratch_ptrs.push(t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?);
-            scratch.push(t);
-        }
-        let n_inputs = ptrs.len();
-        ptrs.extend(&output_ptrs);
-        ptrs.extend(&scratch_ptrs);
-        let constants = constants.iter().flatten().map(|(n, v)| (n.clone(), v.to_bits())).collect();
-        let key = BindKey { stage: planned.stage.name, dims: planned.dims.clone(), constants, device, ptrs };
-        let hit = self.bound.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
-        let bound = match hit {
-            Some(b) => b,
-            None => {
-                let b = crate::device::bind(device, op.package, &planned.plan, &key.ptrs[..n_inputs], &output_ptrs, &scratch_ptrs)
-                    .map_err(error)?;
-                let b = Arc::new(b);
-                let mut cache = self.bound.lock().unwrap_or_else(PoisonError::into_inner);
-                if cache.len() >= CACHE_LIMIT {
-                    cache.clear();
-                }
-                cache.insert(key, b.clone());
-                b
+        let grad = torch.grad_enabled.bind(py).call0()?.is_truthy()?;
+        let inputs: Vec<Bound<'py, PyAny>> = inputs.iter().collect();
+        let mut shapes = Vec::with_capacity(inputs.len());
+        let mut ptrs = Vec::with_capacity(inputs.len() + 4);
+        let mut device = -1i64;
+        for (t, spec) in inputs.iter().zip(op.inputs) {
+            let ty = t.get_type();
+            if !(ty.is(torch.tensor.bind(py)) || ty.is(torch.parameter.bind(py))) {
+                return Ok(None);
             }
-        };
-        crate::device::launch(device, &bound, stream as cudarc::driver::sys::CUstream).map_err(error)?;
-        // The scratch goes back to the caching allocator now: its blocks are
-        // reused only by work queued after this launch on the same stream.
-        drop(scratch);
-        Ok(outputs)
+            let dtype = t.getattr(pyo3::intern!(py, "dtype"))?;
+            let of_elem = match spec.elem {
+                mage_common::op::Elem::F32 => dtype.is(torch.float32.bind(py)),
+                mage_common::op::Elem::U32 => torch.words.iter().any(|w| dtype.is(w.bind(py))),
+            };
+            if !of_elem || grad && t.getattr(pyo3::intern!(py, "requires_grad"))?.is_truthy()? {
+                return Ok(None);
+            }
+            let d: i64 = t.call_method0(pyo3::intern!(py, "get_device"))?.extract()?;
+            if d < 0 || (device >= 0 && d != device) || !t.call_method0(pyo3::intern!(py, "is_contiguous"))?.is_truthy()? {
+                return Ok(None);
+            }
+            device = d;
+            let ptr = t.call_method0(pyo3::intern!(py, "data_ptr"))?.extract::<u64>()?;
+            let shape = shape_of(t)?;
+            if !ptr.is_multiple_of(tensor::ALIGN) || shape.contains(&0) {
+                return Ok(None);
+            }
+            shapes.push(shape);
+            ptrs.push(ptr);
+        }
+        let like_shape = self.f32_input.map(|i| shapes[i].clone());
+        let Ok(planned) = self.planned(CURRENT, shapes, None, &constants) else { return Ok(None) };
+        let device = device as usize;
+        let stream: usize = torch.raw_stream.bind(py).call1((device,))?.extract()?;
+        self.launch_planned(py, &inputs, like_shape, ptrs, &planned, &constants, device, stream).map(Some)
     }
 
     /// Entries in the plan and bind caches (for tests and measurements).
