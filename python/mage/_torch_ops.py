@@ -30,7 +30,11 @@ In eager mode a call runs the op's function directly, its gradient
 through an ``autograd.Function`` of the same backward (the dispatcher's
 Python layers around a custom op cost more host time than the launch);
 under torch.compile, any mode, a transform or a tensor subclass it is
-the custom op (``_call``).
+the custom op (``_call``). The package's ``layer_norm``, ``gelu``,
+``bias_gelu``, ``linear`` (without bias) and ``matmul`` first try the
+plain path: one ``Launcher.run_plain``, which checks and launches where
+the call is the common one (float32 CUDA tensors the Mage op takes as
+they are, no gradient wanted, no mode) and does nothing otherwise.
 
 Every call allocates its outputs (and a plan's scratch) from PyTorch's
 caching allocator (``torch.empty_like`` or ``new_empty`` of an input),
@@ -996,31 +1000,91 @@ del _op
 # ---------------------------------------------------------------- the package's functions
 #
 # What ``mage.layer_norm`` and the others are: the custom op by the eager
-# path where it may (``_call``), ``torch.ops.mage.*`` otherwise.
+# path where it may (``_call``), ``torch.ops.mage.*`` otherwise. Before
+# either, the plain path: where the call is the common one (float32 CUDA
+# tensors of the shapes the Mage op takes, contiguous, no gradient wanted,
+# no mode), one ``Launcher.run_plain`` makes every check the op's function
+# would and launches, with no Python layer between; it returns None (and
+# has done nothing) otherwise, and the call takes ``_call``. Only a
+# launcher a call has made is used (the full path makes it, or says the op
+# is missing), and only an ``eps`` a full call has checked.
+
+_SHAPES = (list, tuple, torch.Size)
+_GELU_FORWARD = {approximate: ops[0] for approximate, ops in _GELU_OPS.items()}
+
+
+def _rows(x: Tensor, width):
+    """`x` [..., width] as the 2-D [rows, width] a kernel reads: itself,
+    or a view of a contiguous `x`; None otherwise."""
+    shape = x.shape
+    if len(shape) == 2:
+        return x
+    if len(shape) > 2 and shape[-1] == width and x.is_contiguous():
+        return x.view(-1, width)
+    return None
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """``torch.nn.functional.layer_norm`` through Mage's ``layernorm`` (``torch.ops.mage.layer_norm``)."""
+    if not _is_compiling() and type(input) is Tensor and type(normalized_shape) in _SHAPES and len(normalized_shape) == 1 and type(eps) is float:
+        launcher = _LAUNCHERS.get("layernorm")
+        constants = _EPS_CONSTANTS.get(eps, _EPS_CONSTANTS)
+        width = normalized_shape[0]
+        if launcher is not None and constants is not _EPS_CONSTANTS and type(width) is int and input.shape[-1:] == (width,):
+            x2 = _rows(input, width)
+            if x2 is not None:
+                gamma = _filled(1.0, width, input) if weight is None else weight
+                beta = _filled(0.0, width, input) if bias is None else bias
+                out = launcher.run_plain((x2, gamma, beta), constants)
+                if out is not None:
+                    return out[0] if x2 is input else out[0].view(input.shape)
     return _call("layer_norm", input, normalized_shape, weight, bias, eps)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``torch.nn.functional.gelu`` through Mage's gelu ops (``torch.ops.mage.gelu``)."""
+    if not _is_compiling() and type(input) is Tensor and type(approximate) is str and input.dim() >= 2:
+        launcher = _LAUNCHERS.get(_GELU_FORWARD.get(approximate))
+        width = input.shape[-1]
+        x2 = _rows(input, width) if launcher is not None else None
+        if x2 is not None:
+            out = launcher.run_plain((x2, _filled(0.0, width, input)))
+            if out is not None:
+                return out[0] if x2 is input else out[0].view(input.shape)
     return _call("gelu", input, approximate)
 
 
 def bias_gelu(input: Tensor, bias: Tensor) -> Tensor:
     """``gelu(input + bias, approximate="tanh")`` fused (``torch.ops.mage.bias_gelu``)."""
+    if not _is_compiling() and type(input) is Tensor and input.dim() >= 2:
+        launcher = _LAUNCHERS.get("gelu")
+        x2 = _rows(input, input.shape[-1]) if launcher is not None else None
+        if x2 is not None:
+            out = launcher.run_plain((x2, bias))
+            if out is not None:
+                return out[0] if x2 is input else out[0].view(input.shape)
     return _call("bias_gelu", input, bias)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``torch.nn.functional.linear`` through Mage's ``matmul_nt`` (``torch.ops.mage.linear``)."""
+    if bias is None and not _is_compiling() and type(input) is Tensor:
+        launcher = _LAUNCHERS.get("matmul_nt")
+        if launcher is not None:
+            out = launcher.run_plain((input, weight))
+            if out is not None:
+                return out[0]
     return _call("linear", input, weight, bias)
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``torch.matmul`` through Mage's ``matmul`` (``torch.ops.mage.matmul``)."""
+    if not _is_compiling() and type(input) is Tensor:
+        launcher = _LAUNCHERS.get("matmul")
+        if launcher is not None:
+            out = launcher.run_plain((input, other))
+            if out is not None:
+                return out[0]
     return _call("matmul", input, other)
 
 

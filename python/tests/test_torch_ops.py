@@ -192,8 +192,25 @@ class StandIn:
     CPU: what the Python side does around a launch (flattening, batching,
     which gradient op gets which tensors) checked with no GPU."""
 
+    taken = []
+
     def __init__(self, op):
         self.op = op
+
+    def run_plain(self, inputs, constants=None):
+        """`Launcher.run_plain`'s rule less its CUDA device: None unless every
+        input is a plain, contiguous, non-empty float32 tensor that wants no
+        gradient, of shapes the op takes; `taken` records the launches."""
+        grad = torch.is_grad_enabled()
+        for t in inputs:
+            if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.dtype is not torch.float32 or not t.is_contiguous() or t.numel() == 0 or (grad and t.requires_grad):
+                return None
+        try:
+            mage.dims_from_shapes(self.op, [list(t.shape) for t in inputs])
+        except mage.MageError:
+            return None
+        StandIn.taken.append(self.op)
+        return self.run(list(inputs), 0, 0, "current", None, constants)
 
     def run(self, inputs, device, stream, stage="current", graph=None, constants=None):
         F = torch.nn.functional
@@ -412,6 +429,74 @@ class TheEagerPathWithAStandIn(TorchSemanticsWithAStandIn):
             y = mage.layer_norm(x, [8])
         self.assertIsNone(y.grad_fn)
         self.assertIsNotNone(mage.layer_norm(x, [8]).grad_fn)
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class ThePlainPathWithAStandIn(TorchSemanticsWithAStandIn):
+    """The package's functions by the plain path (`run_plain` of a launcher
+    a call has made): what they hand it and what they make of its outputs,
+    and the full path wherever it declines."""
+
+    def setUp(self):
+        super().setUp()
+        ops = mage._torch_ops
+        saved = dict(ops._LAUNCHERS)
+        for op in ("layernorm", "gelu", "gelu_erf", "matmul_nt", "matmul"):
+            ops._LAUNCHERS[op] = StandIn(op)
+        self.addCleanup(lambda: ops._LAUNCHERS.clear() or ops._LAUNCHERS.update(saved))
+        ops._eps_constants(1e-5)
+        self.full = []
+        saved_call = ops._call
+        ops._call = lambda *args: self.full.append(args[0]) or saved_call(*args)
+        self.addCleanup(lambda: setattr(ops, "_call", saved_call))
+        StandIn.taken.clear()
+
+    def plain(self, name, ours, theirs, *inputs, op):
+        self.full.clear()
+        StandIn.taken.clear()
+        with torch.no_grad():
+            got, want = ours(*inputs), theirs(*inputs)
+        self.assertEqual(got.shape, want.shape, name)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=name)
+        self.assertEqual((self.full, StandIn.taken), ([], [op]), f"{name}: not by the plain path")
+
+    def test_the_common_calls_take_the_plain_path(self):
+        F = torch.nn.functional
+        x, x3, w, b = torch.randn(5, 8), torch.randn(2, 3, 8), torch.randn(8), torch.randn(8)
+        self.plain("layer_norm", lambda x: mage.layer_norm(x, [8], w, b), lambda x: F.layer_norm(x, [8], w, b), x, op="layernorm")
+        self.plain("layer_norm 3-D", lambda x: mage.layer_norm(x, (8,), w, b), lambda x: F.layer_norm(x, [8], w, b), x3, op="layernorm")
+        self.plain("layer_norm no affine", lambda x: mage.layer_norm(x, [8]), lambda x: F.layer_norm(x, [8]), x3, op="layernorm")
+        self.plain("layer_norm weight only", lambda x: mage.layer_norm(x, [8], w), lambda x: F.layer_norm(x, [8], w), x, op="layernorm")
+        self.plain("gelu", mage.gelu, F.gelu, x3, op="gelu_erf")
+        self.plain("gelu tanh", lambda x: mage.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), x, op="gelu")
+        self.plain("bias_gelu", lambda x: mage.bias_gelu(x, b), lambda x: F.gelu(x + b, approximate="tanh"), x3, op="gelu")
+        self.plain("linear no bias", lambda x: mage.linear(x, torch.randn(4, 8).mul(0).add(1)), lambda x: F.linear(x, torch.ones(4, 8)), x, op="matmul_nt")
+        self.plain("matmul", lambda x: mage.matmul(x, torch.ones(8, 3)), lambda x: x @ torch.ones(8, 3), x, op="matmul")
+
+    def test_every_other_call_takes_the_full_path(self):
+        x, w = torch.randn(5, 8), torch.randn(8)
+        cases = [
+            ("an eps no call has checked", lambda: mage.layer_norm(x, [8], w, None, 0.25), "layer_norm"),
+            ("an int eps", lambda: mage.layer_norm(x, [8], w, None, 1), "layer_norm"),
+            ("two normalized axes", lambda: mage.layer_norm(x.view(5, 2, 4), [2, 4]), "layer_norm"),
+            ("a normalized_shape of another width", lambda: mage.layer_norm(x, [5]), "layer_norm"),
+            ("a non-contiguous 3-D input", lambda: mage.layer_norm(torch.randn(3, 8, 2).transpose(1, 2), [8]), "layer_norm"),
+            ("an input that wants a gradient", lambda: mage.gelu(x.clone().requires_grad_()), "gelu"),
+            ("a 1-D gelu input", lambda: mage.gelu(torch.randn(8)), "gelu"),
+            ("approximate='fast'", lambda: mage.gelu(x, approximate="fast"), "gelu"),
+            ("linear with a bias", lambda: mage.linear(x, torch.randn(4, 8), torch.randn(4)), "linear"),
+            ("a batched matmul", lambda: mage.matmul(torch.randn(2, 5, 8), torch.randn(2, 8, 3)), "matmul"),
+            ("a float64 input", lambda: mage.matmul(x.double(), torch.randn(8, 3).double()), "matmul"),
+        ]
+        for name, f, op in cases:
+            self.full.clear()
+            StandIn.taken.clear()
+            try:
+                f()
+            except (mage.MageError, RuntimeError):
+                pass
+            self.assertEqual(self.full, [op], f"{name}: did not take the full path")
+            self.assertEqual(StandIn.taken, [], f"{name}: the plain path launched")
 
 
 if __name__ == "__main__":
