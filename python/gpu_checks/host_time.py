@@ -9,7 +9,8 @@ queue never fills at these sizes), for PyTorch's own calls and each layer
 of a Mage call: the extension's ``Launcher.run`` alone, a prepared call
 (``mage.prepare``), a custom op that does nothing (the cost of
 ``torch.library.custom_op`` itself, with and without autograd) and the
-package's ops, with and without ``requires_grad``. Then a profile of the
+package's ops, with and without ``requires_grad`` (without it, their plain
+path: ``Launcher.run_plain``). Then a profile of the
 package's ``layer_norm`` with gradients, by function.
 """
 
@@ -83,6 +84,7 @@ def main() -> int:
         ("Launcher.plan layernorm (the plan cache)", lambda: ln.plan([[64, 768], [768], [768]])),
         ("mage.prepare(...) call", prepared),
         ("Launcher.run layernorm", lambda: ln.run([x, g, b], 0, stream)),
+        ("Launcher.run_plain layernorm (the plain path's one call)", lambda: ln.run_plain((x, g, b))),
         ("mage.layer_norm", lambda: mage.layer_norm(x, [768], g, b)),
         ("mage.layer_norm, requires_grad", lambda: mage.layer_norm(xg, [768], g, b)),
         ("mage.bias_gelu", lambda: mage.bias_gelu(x, b)),

@@ -334,6 +334,79 @@ def main():
         line("PASS" if ok else "FAIL", "views off a 16-byte boundary (layer_norm, gelu, bias_gelu)", "equal to the same calls on copies" if ok else "a call differs from its copy's")
         refused("launch on a view off a 16-byte boundary refused", lambda: mage.launch("gelu", "current", [v, w], torch.empty(64, 768, device=dev)), "not a multiple of 16 bytes")
     attempt("misaligned views", misaligned_views)
+    def plain_path():
+        # The plain path: `Launcher.run_plain` launches where a call is the
+        # common one, and declines (None) everything else, which then takes
+        # the full path. The package's functions take it with no `_call`.
+        T = mage._torch_ops
+        x, w, b = torch.randn(64, 768, device=dev), torch.randn(768, device=dev), torch.randn(768, device=dev)
+        ln = T._launcher("layernorm", "layer_norm")
+        got = ln.run_plain((x, w, b))
+        same = got is not None and torch.equal(got[0], ln.run([x, w, b], 0, torch.cuda.current_stream().cuda_stream)[0])
+        line("PASS" if same else "FAIL", "run_plain launches a plain call", "the bits of run's" if same else f"got {got}")
+
+        class Sub(torch.Tensor):
+            pass
+
+        flat = torch.randn(64 * 768 + 1, device=dev)
+        declined = [
+            ("an input that wants a gradient", (x.clone().requires_grad_(), w, b), None),
+            ("a CPU input", (x.cpu(), w, b), None),
+            ("a float64 input", (x.double(), w, b), None),
+            ("a non-contiguous input", (torch.randn(768, 64, device=dev).t(), w, b), None),
+            ("a view off a 16-byte boundary", (flat[1:].view(64, 768), w, b), None),
+            ("an empty input", (torch.empty(0, 768, device=dev), w, b), None),
+            ("a tensor subclass", (x.as_subclass(Sub), w, b), None),
+            ("a weight of another width", (x, torch.randn(767, device=dev), b), None),
+            ("two inputs of three", (x, w), None),
+            ("a 3-D input", (x.view(8, 8, 768), w, b), None),
+            ("a torch.device mode", (x, w, b), lambda: torch.device("cuda")),
+        ]
+        from torch.utils.flop_counter import FlopCounterMode
+        declined.append(("a dispatch mode (FlopCounterMode)", (x, w, b), lambda: FlopCounterMode(display=False)))
+        for name, inputs, mode in declined:
+            if mode is None:
+                out = ln.run_plain(inputs)
+            else:
+                with mode():
+                    out = ln.run_plain(inputs)
+            line("PASS" if out is None else "FAIL", f"run_plain declines {name}", "None" if out is None else "it launched")
+        with torch.no_grad():
+            out = ln.run_plain((x.clone().requires_grad_(), w, b))
+        line("PASS" if out is not None else "FAIL", "run_plain launches under no_grad on an input that has requires_grad", "")
+
+        full = []
+        saved = T._call
+        T._call = lambda *args: full.append(args[0]) or saved(*args)
+        try:
+            x3 = torch.randn(4, 16, 768, device=dev)
+            wn = torch.randn(256, 768, device=dev)
+            bm = torch.randn(768, 96, device=dev)
+            mage.layer_norm(x, [768], w, b, 0.5)  # a first call checks eps = 0.5
+            cases = [
+                ("layer_norm", lambda: mage.layer_norm(x, [768], w, b), lambda: torch.ops.mage.layer_norm(x, [768], w, b)),
+                ("layer_norm [4, 16, 768]", lambda: mage.layer_norm(x3, [768], w, b), lambda: torch.ops.mage.layer_norm(x3, [768], w, b)),
+                ("layer_norm no affine", lambda: mage.layer_norm(x, [768]), lambda: torch.ops.mage.layer_norm(x, [768])),
+                ("layer_norm eps=0.5", lambda: mage.layer_norm(x, [768], w, b, 0.5), lambda: torch.ops.mage.layer_norm(x, [768], w, b, 0.5)),
+                ("gelu", lambda: mage.gelu(x), lambda: torch.ops.mage.gelu(x)),
+                ("gelu tanh [4, 16, 768]", lambda: mage.gelu(x3, approximate="tanh"), lambda: torch.ops.mage.gelu(x3, approximate="tanh")),
+                ("bias_gelu", lambda: mage.bias_gelu(x, b), lambda: torch.ops.mage.bias_gelu(x, b)),
+                ("linear no bias", lambda: mage.linear(x, wn), lambda: torch.ops.mage.linear(x, wn)),
+                ("matmul", lambda: mage.matmul(x, bm), lambda: torch.ops.mage.matmul(x, bm)),
+            ]
+            for name, ours, theirs in cases:
+                full.clear()
+                got, want = ours(), theirs()
+                ok = not full and got.shape == want.shape and torch.equal(got, want)
+                line("PASS" if ok else "FAIL", f"mage.{name} by the plain path", "the bits of torch.ops.mage's" if ok else (f"took the full path ({full})" if full else "bits differ"))
+            full.clear()
+            xg = x.clone().requires_grad_()
+            y = mage.layer_norm(xg, [768], w, b)
+            ok = full == ["layer_norm"] and y.grad_fn is not None
+            line("PASS" if ok else "FAIL", "mage.layer_norm with requires_grad takes the full path (autograd)", f"{full}")
+        finally:
+            T._call = saved
+    attempt("the plain path", plain_path)
     x = torch.randn(4, 8, device=dev)
     refused("float64 refused", lambda: mage.layer_norm(x.double(), [8]), "torch.float64")
     refused("bfloat16 refused", lambda: mage.gelu(x.bfloat16(), approximate="tanh"), "torch.bfloat16")
