@@ -264,16 +264,20 @@ fn current_dispatches_by_shape() {
         for d in [[1024, 1024, 1024], [4096, 4096, 4096], [512, 256, 64], [2048, 2048, 2048]] {
             assert_eq!(choose(&d).name, "mage-002", "{} {d:?}", op.name);
         }
-        // Many tiles over a long k: matmul_tn transposes A, then splits k (mage-005).
-        let many = if op.name == "matmul_tn" { "mage-005" } else { "mage-002" };
+        // Many tiles over a long k: matmul_tn transposes A, then splits k
+        // (mage-005); matmul_nt splits k over its product (mage-003).
+        let many = if op.name == "matmul_tn" { "mage-005" } else { "mage-003" };
         for d in [[1000, 1037, 999], [768, 3072, 4096]] {
             assert_eq!(choose(&d).name, many, "{} {d:?}", op.name);
         }
-        for d in [[1024, 1024, 63], [4096, 4096, 1], [256, 256, 256], [1, 1, 1], [17, 19, 23]] {
+        for d in [[1024, 1024, 63], [4096, 4096, 1], [1, 1, 1], [17, 19, 23]] {
             assert_eq!(choose(&d).name, "mage-001", "{} {d:?}", op.name);
         }
-        // Few tiles over a long k: matmul_tn splits k (mage-004), matmul_nt keeps its CUDA-core tiles.
-        assert_eq!(choose(&[128, 128, 4096]).name, if op.name == "matmul_tn" { "mage-004" } else { "mage-001" }, "{}", op.name);
+        // Few tiles: matmul_nt splits k from k = 64 (mage-003); matmul_tn
+        // from k = 512 (mage-004), its CUDA-core tiles below.
+        let (few, long) = if op.name == "matmul_tn" { ("mage-001", "mage-004") } else { ("mage-003", "mage-003") };
+        assert_eq!(choose(&[256, 256, 256]).name, few, "{}", op.name);
+        assert_eq!(choose(&[128, 128, 4096]).name, long, "{}", op.name);
         assert!(std::ptr::eq(op.dispatch(&[1024, 1024, 1024], &[]), choose(&[1024, 1024, 1024])));
     }
 }

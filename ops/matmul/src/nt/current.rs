@@ -1,10 +1,29 @@
-//! matmul_nt's dispatcher, by matmul's rule (its `current`'s doc has the
-//! measurements): the 3xTF32 product (mage-002) from k = 64, where its
-//! worst-case error bound is inside the FP32 tolerance for any input, and
-//! from 32 output tiles of 64x64, below which matmul keeps its CUDA-core
-//! 16x16 tiles (mage-001) because the 3xTF32 blocks leave most of the 132
-//! SMs idle; mage-001 everywhere else. The rule is carried over, not yet
-//! measured for this op on the GPU.
+//! matmul_nt's dispatcher: split-K over the 3xTF32 product (mage-003)
+//! from k = 64 where its slice rule cuts k in two or more; elsewhere
+//! matmul's rule, the 3xTF32 product (mage-002) from k = 64 and 32 output
+//! tiles of 64x64, below which the CUDA-core 16x16 tiles (mage-001) fill
+//! the 132 SMs better; mage-001 everywhere else.
+//!
+//! Measured (`results/backward-9`, one H200, CUPTI kernel time, hot L2,
+//! A-B-B-A verdicts on kernel time): mage-003 against the stages the old
+//! rule ran:
+//!
+//! <!-- mage:table verdicts results/backward-9/comparison.json a=mage-003 ops=matmul_nt -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul_nt | 256x256x256 | hot | kernel time | rust mage-003 | rust mage-002 | 0.678 [0.678, 0.678] | FASTER |
+//! | matmul_nt | 256x256x256 | hot | kernel time | rust mage-003 | rust mage-001 | 0.808 [0.805, 0.808] | FASTER |
+//! | matmul_nt | 512x512x512 | hot | kernel time | rust mage-003 | rust mage-002 | 0.575 [0.573, 0.575] | FASTER |
+//! | matmul_nt | 512x512x512 | hot | kernel time | rust mage-003 | rust mage-001 | 0.193 [0.193, 0.193] | FASTER |
+//! | matmul_nt | 1000x1037x999 | hot | kernel time | rust mage-003 | rust mage-002 | 0.762 [0.761, 0.763] | FASTER |
+//! | matmul_nt | 1000x1037x999 | hot | kernel time | rust mage-003 | rust mage-001 | 0.156 [0.156, 0.156] | FASTER |
+//! | matmul_nt | 1024x1024x1024 | hot | kernel time | rust mage-003 | rust mage-002 | 0.997 [0.996, 0.998] | SAME |
+//! | matmul_nt | 1024x1024x1024 | hot | kernel time | rust mage-003 | rust mage-001 | 0.085 [0.085, 0.085] | FASTER |
+//! <!-- /mage:table -->
+//!
+//! At 1024³ its rule takes one slice, mage-002's plan: SAME, and `current`
+//! keeps mage-002 there. The 3xTF32 stages start at k = 64, where their
+//! worst-case error bound is inside the FP32 tolerance for any input.
 
 use mage_common::op::{Dispatcher, Stage};
 
@@ -17,13 +36,16 @@ pub const MIN_K_FOR_3XTF32: u32 = 64;
 
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
+    if d[2] >= MIN_K_FOR_3XTF32 && super::mage_003::slices(d) >= 2 {
+        return &super::mage_003::STAGE;
+    }
     let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
     if tiles >= MIN_TILES_FOR_3XTF32 && d[2] >= MIN_K_FOR_3XTF32 { &super::mage_002::STAGE } else { &super::mage_001::STAGE }
 }
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
+    summary: "from k = 64 mage-003 (split-K) where its rule splits K; else mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
     reads: &[],
     choose: |d, _| choose(d),
 };

@@ -117,7 +117,14 @@
 //!
 //! ## Measured
 //!
-//! Measured: pending a GPU verdict; `current` unchanged.
+//! `results/backward-9` (CUPTI kernel time, hot L2, medians): 256³ 6.33 µs
+//! (mage-001 7.86, torch 6.32), 512³ 9.48 (mage-002 16.34, torch 13.10),
+//! 1000x1037x999 55.63 (mage-002 72.71, torch 65.38): at or under the
+//! predictions, each judged FASTER than the stage the old rule ran there;
+//! at 1024³ (one slice) 30.46 against mage-002's 30.53, SAME. `current`
+//! takes it from k = 64 wherever its rule splits ([`super::current`]).
+//! At 256³ it is level with torch (the totals launch is the gap:
+//! `results/nsight-3`).
 
 pub use crate::tf32x3::matmul_resize;
 use crate::tf32x3::{Rows64, Rows128};
