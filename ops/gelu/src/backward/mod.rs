@@ -15,12 +15,14 @@
 //! | [`mage_001`] | a thread per element for dx (σ and 1 − σ from one `ex2.approx`), a thread per column for dbias, rows in order |
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001, mage-002 and mage-003; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
+//! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 to mage-004; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod mage_004;
 
 /// `2·√(2/π)`: `w = z·(W0 + W1·z²) = z·d(2u)/dz`.
 pub const W0: f32 = (2.0 * crate::SQRT_2_OVER_PI) as f32;
@@ -111,7 +113,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "gelu_backward",

@@ -11,7 +11,9 @@
 //! * [`slabs`]: each op's mage-003, a block per chunk of four-row slabs
 //!   writing dx from flat quads at any width and its partial dbias row
 //!   (column sums from shared memory), then the chunks added in order with
-//!   a batch of loads in flight.
+//!   a batch of loads in flight;
+//! * [`strips`]: each op's mage-004, one launch, a block per strip of
+//!   columns over every row writing dx and adding dbias itself.
 //!
 //! Each stage declares its own `kernel!` entries (their names are the
 //! op's) calling these bodies with its op's element
@@ -24,6 +26,7 @@
 
 pub mod columns;
 pub mod slabs;
+pub mod strips;
 pub mod tiles;
 
 /// The gradient of one element, `dy·gelu'(z)` with `z = x + bias` as the

@@ -23,12 +23,14 @@
 //! | [`mage_001`] | a thread per element for dx (Φ and φ from one set of two-part exponents), a thread per column for dbias, rows in order |
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
+//! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
 //! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001, mage-002 and mage-003, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod mage_004;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -92,7 +94,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
 
     /// The stage `current` runs for these dims: mage-002 wherever it
     /// supports them (every shape), else mage-001.
