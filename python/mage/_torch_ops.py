@@ -151,9 +151,9 @@ def _filled(value: float, width: int, like: Tensor) -> Tensor:
     (value, width, device, stream) and kept (at most 64), so that a call
     neither allocates it nor launches its fill again. Never kept from inside
     a CUDA graph capture, whose memory is the graph's."""
-    if not like.is_cuda:
-        return torch.full((width,), value, device=like.device)
     device = like.get_device()
+    if device < 0:  # not a CUDA tensor
+        return torch.full((width,), value, device=like.device)
     key = (value, width, device, _raw_stream(device))
     t = _FILLED.get(key)
     if t is None:
@@ -1005,7 +1005,8 @@ del _op
 # tensors of the shapes the Mage op takes, contiguous, no gradient wanted,
 # no mode), one ``Launcher.run_plain`` makes every check the op's function
 # would and launches, with no Python layer between; it returns None (and
-# has done nothing) otherwise, and the call takes ``_call``. Only a
+# has done nothing) otherwise, and the call takes ``_call``; an input that
+# wants a gradient goes to ``_call`` at once (autograd). Only a
 # launcher a call has made is used (the full path makes it, or says the op
 # is missing), and only an ``eps`` a full call has checked.
 
@@ -1026,7 +1027,8 @@ def _rows(x: Tensor, width):
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """``torch.nn.functional.layer_norm`` through Mage's ``layernorm`` (``torch.ops.mage.layer_norm``)."""
-    if not _is_compiling() and type(input) is Tensor and type(normalized_shape) in _SHAPES and len(normalized_shape) == 1 and type(eps) is float:
+    if (not _is_compiling() and type(input) is Tensor and type(normalized_shape) in _SHAPES and len(normalized_shape) == 1 and type(eps) is float
+            and not (input.requires_grad and _grad_enabled())):
         launcher = _LAUNCHERS.get("layernorm")
         constants = _EPS_CONSTANTS.get(eps, _EPS_CONSTANTS)
         width = normalized_shape[0]
@@ -1043,7 +1045,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``torch.nn.functional.gelu`` through Mage's gelu ops (``torch.ops.mage.gelu``)."""
-    if not _is_compiling() and type(input) is Tensor and type(approximate) is str and input.dim() >= 2:
+    if not _is_compiling() and type(input) is Tensor and type(approximate) is str and input.dim() >= 2 and not (input.requires_grad and _grad_enabled()):
         launcher = _LAUNCHERS.get(_GELU_FORWARD.get(approximate))
         width = input.shape[-1]
         x2 = _rows(input, width) if launcher is not None else None
@@ -1056,7 +1058,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def bias_gelu(input: Tensor, bias: Tensor) -> Tensor:
     """``gelu(input + bias, approximate="tanh")`` fused (``torch.ops.mage.bias_gelu``)."""
-    if not _is_compiling() and type(input) is Tensor and input.dim() >= 2:
+    if not _is_compiling() and type(input) is Tensor and input.dim() >= 2 and not (input.requires_grad and _grad_enabled()):
         launcher = _LAUNCHERS.get("gelu")
         x2 = _rows(input, input.shape[-1]) if launcher is not None else None
         if x2 is not None:
@@ -1068,7 +1070,7 @@ def bias_gelu(input: Tensor, bias: Tensor) -> Tensor:
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``torch.nn.functional.linear`` through Mage's ``matmul_nt`` (``torch.ops.mage.linear``)."""
-    if bias is None and not _is_compiling() and type(input) is Tensor:
+    if bias is None and not _is_compiling() and type(input) is Tensor and not (input.requires_grad and _grad_enabled()):
         launcher = _LAUNCHERS.get("matmul_nt")
         if launcher is not None:
             out = launcher.run_plain((input, weight))
@@ -1079,7 +1081,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``torch.matmul`` through Mage's ``matmul`` (``torch.ops.mage.matmul``)."""
-    if not _is_compiling() and type(input) is Tensor:
+    if not _is_compiling() and type(input) is Tensor and not (input.requires_grad and _grad_enabled()):
         launcher = _LAUNCHERS.get("matmul")
         if launcher is not None:
             out = launcher.run_plain((input, other))
