@@ -308,6 +308,7 @@ mod host {
             grid: Dim3 { x: tiles(d, rows), y: slices, z: 1 },
             block: Dim3::x(THREADS),
             shared_bytes: shared_bytes(rows),
+            cluster: Dim3::ONE,
             args: vec![a, b, into, Arg::U32(m), Arg::U32(cols), Arg::U32(k4), Arg::U32(slice_k.min(k4))],
         });
         if slices > 1 {

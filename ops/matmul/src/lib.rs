@@ -226,6 +226,7 @@ mod host {
             grid: Dim3::x(d[0].div_ceil(tile_m) * d[1].div_ceil(tile_n)),
             block: Dim3::x(threads),
             shared_bytes,
+            cluster: Dim3::ONE,
             args: args(d),
         }
         .into()

@@ -208,7 +208,7 @@ mod tests {
     };
 
     fn plan(args: Vec<Arg>) -> Plan {
-        Launch { kernel: &SCALE, grid: Dim3::x(1), block: Dim3::x(32), shared_bytes: 0, args }.into()
+        Launch { kernel: &SCALE, grid: Dim3::x(1), block: Dim3::x(32), shared_bytes: 0, cluster: Dim3::ONE, args }.into()
     }
 
     #[test]
