@@ -326,7 +326,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 mage_smem[];");
 /// shared memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn smem_addr(offset: u32) -> u32 {
+pub(crate) fn smem_addr(offset: u32) -> u32 {
     let base: u32;
     // SAFETY: takes the address of the module's shared declaration.
     unsafe { asm!("mov.u32 {b}, mage_smem;", b = out(reg32) base, options(pure, nomem, nostack)) };
@@ -612,4 +612,5 @@ pub fn smem_ld2(offset: u32) -> [f32; 2] {
 }
 
 pub mod atomic;
+pub mod cluster;
 pub mod column_sums;
