@@ -158,12 +158,17 @@ mod host {
     /// [`estimate_ns`] puts cheapest (one slice, then 64 rows, then the
     /// longer slice on a tie).
     pub fn split(d: &[u32]) -> (u32, u32) {
+        split_at_most(d, MAX_SLICES)
+    }
+
+    /// [`split`] with at most `max_slices` slices (from 2 on) tried.
+    pub fn split_at_most(d: &[u32], max_slices: u32) -> (u32, u32) {
         let p = padded(d);
         let k4 = p[2];
         let one = tile_rows(&p);
         let mut best = (estimate_ns(d, one, k4), one, k4);
         for rows in [64, 128] {
-            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
+            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(max_slices) {
                 let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
                 let cost = estimate_ns(d, rows, len);
                 if cost < best.0 {
