@@ -87,8 +87,8 @@ pub const MAX_CLUSTER_SLICES: u32 = 8;
 /// as the sum of the partial tiles in the shared memory of the cluster's
 /// `cluster_nctarank()` blocks, rank 0 first (rank `r` holds slice `r`):
 /// block `r` takes quads `r·per..(r + 1)·per` of the tile's (`per =
-/// ⌈quads / ranks⌉`, row-major, 32 to a row), thread `t` every 256th from
-/// `t`; each quad's partials loaded from every rank (16-byte loads) before
+/// ⌈quads / ranks⌉`, row-major, 32 to a row), thread `t` those at `t +
+/// 256 i`; each quad's partials loaded from every rank (16-byte loads) before
 /// they are added, the first partial the sum itself (not `0 + x`), then
 /// one 16-byte store where `n` is a multiple of 4, else by the element.
 /// Quads past `m` or `n` are neither read nor stored. The same additions
@@ -109,10 +109,12 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
     // At least 1, said so that the division needs no zero check.
     let per = quads.div_ceil(ranks.max(1));
     let end = ((rank + 1) * per).min(quads);
-    let mut q = rank * per + thread_idx_x();
-    while q < end {
+    // The same trips in every thread: the warps arrive at the cluster
+    // barrier below converged, as its `.aligned` form needs.
+    for trip in 0..per.div_ceil(THREADS) {
+        let q = rank * per + trip * THREADS + thread_idx_x();
         let (r, col) = (q / (BN / 4), 4 * (q % (BN / 4)));
-        if row0 + r < m && col0 + col < n {
+        if q < end && row0 + r < m && col0 + col < n {
             let at = partial_at(r, col);
             let load = |j: u32| if j < ranks { ld_peer_shared4(map_peer_shared(at, j)) } else { F32x4::ZERO };
             // Spelled out, as the accumulators are: a loop over an array
@@ -127,7 +129,6 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
                 unsafe { crate::store_quad::<false>(c, row0 + r, m, col0 + col, n, total) }
             }
         }
-        q += THREADS;
     }
     cluster_arrive();
     cluster_wait();

@@ -161,15 +161,20 @@ mod host {
         split_at_most(d, MAX_SLICES)
     }
 
-    /// [`split`] with at most `max_slices` slices (from 2 on) tried.
+    /// [`split`] among the choices of at most `max_slices` slices: where
+    /// [`split`]'s choice has that many or fewer, it.
     pub fn split_at_most(d: &[u32], max_slices: u32) -> (u32, u32) {
         let p = padded(d);
         let k4 = p[2];
         let one = tile_rows(&p);
         let mut best = (estimate_ns(d, one, k4), one, k4);
         for rows in [64, 128] {
-            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(max_slices) {
+            for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
                 let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
+                // A count's rounding up may give fewer slices than `s`.
+                if k4.div_ceil(len) > max_slices {
+                    continue;
+                }
                 let cost = estimate_ns(d, rows, len);
                 if cost < best.0 {
                     best = (cost, rows, len);
