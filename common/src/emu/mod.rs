@@ -20,6 +20,11 @@
 //!   `fence.proxy.async` or without a barrier since, or overwrote before every
 //!   thread of the warpgroup waited for it (`wgmma.wait_group`) and met at a
 //!   barrier (see [`async_proxy`]).
+//! * in a thread-block cluster, a cluster wait with no arrive before it; a
+//!   load from a peer's shared memory of a word its owner stored since the
+//!   last cluster barrier, an owner's store to a word a peer loaded since
+//!   then, and a load from a peer outside its shared size, misaligned, or
+//!   after every thread of that block exited (see [`cluster`]).
 //!
 //! Shared memory is filled with a NaN pattern at block start, so a read of a
 //! word nothing wrote poisons the result. `cp.async` copies at once.
