@@ -25,7 +25,7 @@ mage_common::kernel! {
 fn main() {
     for blocks in [1u32, 1, 64] {
         let mut out = vec![0f32; 256 * blocks as usize];
-        let cfg = LaunchConfig { grid: Dim3::x(blocks), block: Dim3::x(256), shared_bytes: 1024 };
+        let cfg = LaunchConfig { grid: Dim3::x(blocks), block: Dim3::x(256), shared_bytes: 1024, cluster: Dim3::ONE };
         let regions = [Region { name: "out".into(), start: out.as_ptr() as usize, bytes: out.len() * 4, writable: true }];
         let start = std::time::Instant::now();
         launch_kernel(&twenty_barriers::KERNEL, &cfg, &[ArgValue::Ptr(out.as_mut_ptr() as u64)], &regions).unwrap();

@@ -40,6 +40,7 @@ mod host {
             grid: Dim3::x(quads.div_ceil(THREADS)),
             block: Dim3::x(THREADS),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), Arg::Output(0), Arg::U32(quads)],
         }
         .into()

@@ -326,7 +326,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 mage_smem[];");
 /// shared memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn smem_addr(offset: u32) -> u32 {
+pub(crate) fn smem_addr(offset: u32) -> u32 {
     let base: u32;
     // SAFETY: takes the address of the module's shared declaration.
     unsafe { asm!("mov.u32 {b}, mage_smem;", b = out(reg32) base, options(pure, nomem, nostack)) };
@@ -611,5 +611,18 @@ pub fn smem_ld2(offset: u32) -> [f32; 2] {
     emu::shared_load::<[f32; 2]>(offset)
 }
 
+/// 64-bit store of `v` at byte `offset` (a multiple of 8) of shared memory.
+#[inline(always)]
+pub fn smem_st2(offset: u32, v: [f32; 2]) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as `smem_ld`.
+    unsafe {
+        asm!("st.shared.v2.f32 [{a}], {{{x}, {y}}};", a = in(reg32) smem_addr(offset), x = in(reg32) v[0], y = in(reg32) v[1], options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    emu::shared_store::<[f32; 2]>(offset, v)
+}
+
 pub mod atomic;
+pub mod cluster;
 pub mod column_sums;

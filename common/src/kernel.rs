@@ -31,6 +31,8 @@ impl Dim3 {
     pub const fn x(x: u32) -> Self {
         Dim3 { x, y: 1, z: 1 }
     }
+    /// `(1, 1, 1)`: a cluster of one block, every launch's without one.
+    pub const ONE: Dim3 = Dim3 { x: 1, y: 1, z: 1 };
     pub fn count(&self) -> u64 {
         self.x as u64 * self.y as u64 * self.z as u64
     }
@@ -42,13 +44,20 @@ impl core::fmt::Display for Dim3 {
     }
 }
 
-/// Grid, block and dynamic shared memory of one launch.
+/// Grid, block, dynamic shared memory and thread-block cluster of one
+/// launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_bytes: u32,
+    /// Blocks per cluster in each dimension ([`Dim3::ONE`]: no cluster);
+    /// the grid a multiple of it.
+    pub cluster: Dim3,
 }
+
+/// The most blocks a cluster may have everywhere (the portable size).
+pub const MAX_CLUSTER_BLOCKS: u64 = 8;
 
 /// What a kernel parameter is, as the launchers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@ fn add(v: &[f32], out: &mut [f32], out_writable: bool) -> Result<(), String> {
         Region { name: "v".into(), start: v.as_ptr() as usize, bytes: v.len() * 4, writable: false },
         Region { name: "out".into(), start: out.as_ptr() as usize, bytes: out.len() * 4, writable: out_writable },
     ];
-    let config = LaunchConfig { grid: Dim3::x((v.len() as u32).div_ceil(128)), block: Dim3::x(128), shared_bytes: 0 };
+    let config = LaunchConfig { grid: Dim3::x((v.len() as u32).div_ceil(128)), block: Dim3::x(128), shared_bytes: 0, cluster: Dim3::ONE };
     let args = [
         ArgValue::Ptr(v.as_ptr() as u64),
         ArgValue::Ptr(out.as_mut_ptr() as u64),
@@ -89,7 +89,7 @@ fn count(out: &mut [u32], v: u32, count: u32, out_writable: bool) -> Result<Vec<
         Region { name: "out".into(), start: out.as_ptr() as usize, bytes: out.len() * 4, writable: out_writable },
         Region { name: "old".into(), start: old.as_ptr() as usize, bytes: old.len() * 4, writable: true },
     ];
-    let config = LaunchConfig { grid: Dim3::x(count.div_ceil(128)), block: Dim3::x(128), shared_bytes: 0 };
+    let config = LaunchConfig { grid: Dim3::x(count.div_ceil(128)), block: Dim3::x(128), shared_bytes: 0, cluster: Dim3::ONE };
     let args = [
         ArgValue::Ptr(out.as_mut_ptr() as u64),
         ArgValue::Ptr(old.as_mut_ptr() as u64),

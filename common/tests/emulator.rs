@@ -8,7 +8,7 @@ use mage_common::kernel::ArgValue;
 use mage_common::kernel::{Dim3, LaunchConfig};
 
 fn run(k: &mage_common::Kernel, threads: u32, shared: u32, out: &mut [f32]) -> Result<(), String> {
-    let cfg = LaunchConfig { grid: Dim3::x(2), block: Dim3::x(threads), shared_bytes: shared };
+    let cfg = LaunchConfig { grid: Dim3::x(2), block: Dim3::x(threads), shared_bytes: shared, cluster: Dim3::ONE };
     let regions = [Region { name: "out".into(), start: out.as_ptr() as usize, bytes: out.len() * 4, writable: true }];
     launch_kernel(k, &cfg, &[ArgValue::Ptr(out.as_mut_ptr() as u64)], &regions).map_err(|e| e.to_string())
 }

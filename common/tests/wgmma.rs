@@ -147,7 +147,7 @@ fn run(variant: Variant, threads: u32) -> Result<Vec<f32>, String> {
     let d = vec![f32::NAN; 64 * 8];
     let region = |name: &str, v: &[f32], writable| Region { name: name.into(), start: v.as_ptr() as usize, bytes: v.len() * 4, writable };
     let regions = [region("a", &a, false), region("b", &b, false), region("d", &d, true)];
-    let config = LaunchConfig { grid: Dim3::x(1), block: Dim3::x(threads), shared_bytes: SHARED };
+    let config = LaunchConfig { grid: Dim3::x(1), block: Dim3::x(threads), shared_bytes: SHARED, cluster: Dim3::ONE };
     let args = [
         ArgValue::Ptr(a.as_ptr() as u64),
         ArgValue::Ptr(b.as_ptr() as u64),

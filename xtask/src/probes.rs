@@ -108,7 +108,8 @@ impl Probe {
         let inputs = (self.inputs)(&mut Rng::new(0x5EED));
         let mut args: Vec<Arg> = (0..inputs.len()).map(Arg::Input).collect();
         args.extend([Arg::Output(0), Arg::U32(N)]);
-        let plan: Plan = Launch { kernel: self.kernel, grid: Dim3::x(N / 256), block: Dim3::x(256), shared_bytes: 0, args }.into();
+        let plan: Plan =
+            Launch { kernel: self.kernel, grid: Dim3::x(N / 256), block: Dim3::x(256), shared_bytes: 0, cluster: Dim3::ONE, args }.into();
         let host = mage_common::op::emulate_plan(self.op, &plan, &[N], &inputs)?;
         let dev = gpu.run(self.op, &plan, &[N], &gpu.upload(&inputs)?)?;
         let rel = |a: f32, b: f32| if a == b { 0.0 } else { ((a as f64 - b as f64) / b as f64).abs() };

@@ -3,6 +3,7 @@
 //! between two barriers.
 
 use super::async_proxy::generic_store_to_async_proxy;
+use super::cluster::owner_store;
 use super::{Block, block, unlinear};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -118,6 +119,7 @@ fn check_shared(b: &Block, offset: u32, size: u32, store: bool) {
         if store {
             s.writer = me;
             generic_store_to_async_proxy(b, w, me);
+            owner_store(b, w);
         } else {
             s.reader = if s.reader == 0 || s.reader == me { me } else { MANY };
         }

@@ -20,17 +20,28 @@
 //!   `fence.proxy.async` or without a barrier since, or overwrote before every
 //!   thread of the warpgroup waited for it (`wgmma.wait_group`) and met at a
 //!   barrier (see [`async_proxy`]).
+//! * in a thread-block cluster, a cluster wait with no arrive before it; a
+//!   load from a peer's shared memory of a word its owner stored since the
+//!   last cluster barrier, an owner's store to a word a peer loaded since
+//!   then, and a load from a peer outside its shared size, misaligned, or
+//!   after every thread of that block exited (see [`cluster`]).
 //!
 //! Shared memory is filled with a NaN pattern at block start, so a read of a
 //! word nothing wrote poisons the result. `cp.async` copies at once.
-//! Independent blocks are spread over the machine's cores.
+//! Independent blocks are spread over the machine's cores; the blocks of one
+//! thread-block cluster (a launch's `cluster` dims) run together on one OS
+//! thread, their threads one set of coroutines, so that a cluster barrier
+//! waits for every thread of every block of the cluster and a block reads
+//! its peers' shared memory ([`cluster`]: what it checks there).
 //!
 //! Where things are: this module holds the launch-wide types and the block
-//! every device function reads; [`schedule`] runs blocks and their threads;
-//! [`memory`] checks every global and shared access (bounds, alignment,
-//! input buffers, races); [`async_proxy`] models `wgmma` and the async proxy.
+//! every device function reads; [`schedule`] runs clusters of blocks and
+//! their threads; [`memory`] checks every global and shared access (bounds,
+//! alignment, input buffers, races); [`async_proxy`] models `wgmma` and the
+//! async proxy; [`cluster`] the cluster barrier and the peers' shared memory.
 
 mod async_proxy;
+mod cluster;
 mod memory;
 mod schedule;
 
@@ -39,11 +50,13 @@ pub(crate) use async_proxy::{
     WarpgroupLane, WarpgroupOp, async_shared_load, fence_proxy_async_shared, warpgroup_async_op, wgmma_commit_group, wgmma_fence,
     wgmma_wait_group,
 };
+pub(crate) use cluster::{cluster_arrive, cluster_ctarank, cluster_nctarank, cluster_wait, map_peer_shared, peer_shared_load};
 pub(crate) use memory::{global_atomic_update, global_load, global_store, shared_load, shared_store};
 pub use schedule::{launch, launch_kernel};
 
 use crate::kernel::{Dim3, LaunchConfig};
 use async_proxy::AsyncProxy;
+use cluster::ClusterShadow;
 use corosensei::Yielder;
 use memory::Shadow;
 use std::cell::{Cell, UnsafeCell};
@@ -94,6 +107,8 @@ enum State {
     AtBarrier,
     AtShuffle,
     AtWarpgroup,
+    /// At `barrier.cluster.wait`, for the phase of its last arrive.
+    AtClusterWait,
     Done,
 }
 
@@ -113,6 +128,16 @@ struct Block<'a> {
     warpgroup_in: UnsafeCell<Vec<Option<(WarpgroupLane, WarpgroupOp)>>>,
     warpgroup_out: UnsafeCell<Vec<Vec<f32>>>,
     proxy: UnsafeCell<AsyncProxy>,
+    /// Its rank in its cluster (`%cluster_ctarank`).
+    rank: u32,
+    /// Threads not yet exited: a peer may read its shared memory only while
+    /// one lives.
+    live: Cell<u32>,
+    /// Per thread: its `barrier.cluster.arrive`s so far.
+    arrivals: UnsafeCell<Vec<u32>>,
+    /// Per shared word, what the cluster did to it since the last cluster
+    /// barrier; empty where the cluster is this block alone.
+    cluster_shadow: UnsafeCell<Vec<ClusterShadow>>,
 }
 
 thread_local! {

@@ -195,12 +195,14 @@ pub struct Launch {
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_bytes: u32,
+    /// Blocks per thread-block cluster ([`Dim3::ONE`]: none).
+    pub cluster: Dim3,
     pub args: Vec<Arg>,
 }
 
 impl Launch {
     pub fn config(&self) -> LaunchConfig {
-        LaunchConfig { grid: self.grid, block: self.block, shared_bytes: self.shared_bytes }
+        LaunchConfig { grid: self.grid, block: self.block, shared_bytes: self.shared_bytes, cluster: self.cluster }
     }
 }
 

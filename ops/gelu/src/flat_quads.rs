@@ -115,6 +115,7 @@ pub fn plan(d: &[u32], kernel: &'static mage_common::kernel::Kernel) -> mage_com
         grid: Dim3::x(blocks(d[0], d[1])),
         block: Dim3::x(THREADS),
         shared_bytes: 0,
+        cluster: Dim3::ONE,
         args: crate::args(d[0], d[1]),
     }
     .into()

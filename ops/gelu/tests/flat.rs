@@ -132,7 +132,7 @@ fn misaligned_tensors_take_the_scalar_path() {
                 Region { name: "bias".into(), start: bias.as_ptr() as usize, bytes: width as usize * 4, writable: false },
                 Region { name: "y".into(), start: yp as usize, bytes: n * 4, writable: true },
             ];
-            let config = LaunchConfig { grid: Dim3::x(blocks(rows, width)), block: Dim3::x(THREADS), shared_bytes: 0 };
+            let config = LaunchConfig { grid: Dim3::x(blocks(rows, width)), block: Dim3::x(THREADS), shared_bytes: 0, cluster: Dim3::ONE };
             let args = [
                 ArgValue::Ptr(xp as u64),
                 ArgValue::Ptr(bias.as_ptr() as u64),

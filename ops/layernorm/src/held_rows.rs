@@ -247,6 +247,7 @@ mod host {
             grid: Dim3::x(d[0].div_ceil(e.rows)),
             block: Dim3::x(e.block()),
             shared_bytes: e.rows * e.threads / 32 * 16,
+            cluster: Dim3::ONE,
             args: args(d[0], d[1]),
         }
         .into()

@@ -83,6 +83,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
             grid: Dim3::x(d[0].div_ceil(WARPS)),
             block: Dim3::x(WARPS * 32),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args: crate::args(d[0], d[1]),
         }
         .into()

@@ -101,6 +101,7 @@ pub fn plan(d: &[u32]) -> mage_common::op::Plan {
         grid: Dim3::x(d[0].div_ceil(ROWS_PER_BLOCK)),
         block: Dim3::x(ROWS_PER_BLOCK * 64),
         shared_bytes: ROWS_PER_BLOCK * 2 * SLOT_BYTES,
+        cluster: Dim3::ONE,
         args: crate::args(d[0], d[1]),
     }
     .into()

@@ -58,6 +58,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
             grid: Dim3::x(d[0]),
             block: Dim3::x(THREADS),
             shared_bytes: THREADS / 32 * 8,
+            cluster: Dim3::ONE,
             args: crate::args(d[0], d[1]),
         }
         .into()

@@ -97,6 +97,7 @@ pub fn plan(d: &[u32]) -> mage_common::op::Plan {
         grid: Dim3::x(d[0].div_ceil(WARPS)),
         block: Dim3::x(WARPS * 32),
         shared_bytes: 0,
+        cluster: Dim3::ONE,
         args: crate::args(d[0], d[1]),
     }
     .into()

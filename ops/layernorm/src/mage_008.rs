@@ -57,6 +57,7 @@ pub fn plan(d: &[u32]) -> mage_common::op::Plan {
         grid: Dim3::x(d[0]),
         block: Dim3::x(threads),
         shared_bytes: threads / 32 * 8,
+        cluster: Dim3::ONE,
         args: crate::args(d[0], d[1]),
     }
     .into()

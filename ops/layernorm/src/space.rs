@@ -402,6 +402,7 @@ mod host {
             grid: Dim3::x(d[0].div_ceil(s.threads / s.lanes)),
             block: Dim3::x(s.threads),
             shared_bytes: shared_bytes(s.lanes, s.threads),
+            cluster: Dim3::ONE,
             args: crate::args(d[0], d[1]),
         }
         .into()

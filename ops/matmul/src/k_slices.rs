@@ -158,6 +158,12 @@ mod host {
     /// [`estimate_ns`] puts cheapest (one slice, then 64 rows, then the
     /// longer slice on a tie).
     pub fn split(d: &[u32]) -> (u32, u32) {
+        split_at_most(d, MAX_SLICES)
+    }
+
+    /// [`split`] among the choices of at most `max_slices` slices: where
+    /// [`split`]'s choice has that many or fewer, it.
+    pub fn split_at_most(d: &[u32], max_slices: u32) -> (u32, u32) {
         let p = padded(d);
         let k4 = p[2];
         let one = tile_rows(&p);
@@ -165,6 +171,10 @@ mod host {
         for rows in [64, 128] {
             for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
                 let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
+                // A count's rounding up may give fewer slices than `s`.
+                if k4.div_ceil(len) > max_slices {
+                    continue;
+                }
                 let cost = estimate_ns(d, rows, len);
                 if cost < best.0 {
                     best = (cost, rows, len);
@@ -308,6 +318,7 @@ mod host {
             grid: Dim3 { x: tiles(d, rows), y: slices, z: 1 },
             block: Dim3::x(THREADS),
             shared_bytes: shared_bytes(rows),
+            cluster: Dim3::ONE,
             args: vec![a, b, into, Arg::U32(m), Arg::U32(cols), Arg::U32(k4), Arg::U32(slice_k.min(k4))],
         });
         if slices > 1 {

@@ -18,8 +18,10 @@
 //! | [`mage_010`] | mage-009's product with 16-byte copies on any shape: rows not a multiple of 4 floats padded in scratch first |
 //! | [`mage_011`] | split-K: mage-009's product per tile and slice of K into scratch, the slices added in order by a second kernel; slice count and tile rows from a cost model |
 //! | [`mage_012`] | small k on CUDA cores: a 4x4 register tile per thread straight from global memory, no shared memory or barrier, exactly `k` terms |
+//! | [`mage_014`] | split-K in one launch: the K slices of a tile are one thread-block cluster, mage-011's partials added in slice order through distributed shared memory straight into C; at most 8 slices |
 //! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
 //! | [`k_slices`] | mage-011's split of K over that product on 16-byte rows (shared with [`tn`]'s mage-005 and [`nt`]'s mage-003, B `[k, n]` or `[n, k]`): the slice body, the totals of padded partials, the cost model, the slice rule and the plan |
+//! | [`cluster_totals`] | mage-014's body: mage-011's slice product with its accumulators stored into shared memory, and the cluster's in-order totals of those partials into C; its rule (k_slices' capped at 8 slices) and plan |
 //! | [`split_k`] | the second pass of a split-K product (mage-011's, [`tn`]'s mage-004's and mage-005's, [`nt`]'s mage-003's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!
@@ -59,6 +61,7 @@
 //! sm_90 lacks.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod cluster_totals;
 pub mod k_slices;
 pub mod mage_001;
 pub mod mage_002;
@@ -70,6 +73,7 @@ pub mod mage_009;
 pub mod mage_010;
 pub mod mage_011;
 pub mod mage_012;
+pub mod mage_014;
 pub mod nt;
 pub mod space;
 pub mod split_k;
@@ -226,6 +230,7 @@ mod host {
             grid: Dim3::x(d[0].div_ceil(tile_m) * d[1].div_ceil(tile_n)),
             block: Dim3::x(threads),
             shared_bytes,
+            cluster: Dim3::ONE,
             args: args(d),
         }
         .into()
@@ -382,7 +387,7 @@ mod host {
         [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_006::STAGE, &mage_007::STAGE, &mage_012::STAGE];
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 10] = [
+    pub static STAGES: [&Stage; 11] = [
         &mage_001::STAGE,
         &mage_002::STAGE,
         &mage_003::STAGE,
@@ -393,6 +398,7 @@ mod host {
         &mage_010::STAGE,
         &mage_011::STAGE,
         &mage_012::STAGE,
+        &mage_014::STAGE,
     ];
 
     /// The sweep of matmul, `matmul_nt` and `matmul_tn`.

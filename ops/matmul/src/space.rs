@@ -584,6 +584,7 @@ mod host {
             grid: Dim3::new(m.div_ceil(t.bm) * n.div_ceil(t.bn), mm.split, 1),
             block: Dim3::x(THREADS),
             shared_bytes: shared_bytes(t),
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), Arg::Input(1), out, Arg::U32(m), Arg::U32(n), Arg::U32(k), Arg::U32(per_split * t.bk)],
         };
         if mm.split == 1 {
@@ -595,6 +596,7 @@ mod host {
             grid: Dim3::x((len / 4).div_ceil(REDUCE_THREADS)),
             block: Dim3::x(REDUCE_THREADS),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args: vec![Arg::Scratch(0), Arg::Output(0), Arg::U32(len), Arg::U32(mm.split)],
         };
         Plan { launches: vec![tiled(Arg::Scratch(0)), sum], scratch: vec![mm.split as usize * len as usize] }

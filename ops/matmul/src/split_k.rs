@@ -177,6 +177,7 @@ mod host {
             grid: Dim3::x(len.div_ceil(4).div_ceil(TOTALS_THREADS / groups)),
             block: Dim3::x(TOTALS_THREADS),
             shared_bytes: TOTALS_SHARED_BYTES,
+            cluster: Dim3::ONE,
             args,
         }
     }

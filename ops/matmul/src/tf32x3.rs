@@ -752,6 +752,7 @@ pub fn resize(src: mage_common::op::Arg, dst: mage_common::op::Arg, from: [u32; 
         grid: mage_common::kernel::Dim3::x((to[0] * to[1].div_ceil(4)).div_ceil(RESIZE_THREADS)),
         block: mage_common::kernel::Dim3::x(RESIZE_THREADS),
         shared_bytes: 0,
+        cluster: mage_common::kernel::Dim3::ONE,
         args: vec![src, dst, Arg::U32(from[0]), Arg::U32(from[1]), Arg::U32(to[0]), Arg::U32(to[1])],
     }
 }

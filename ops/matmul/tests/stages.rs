@@ -381,11 +381,16 @@ fn every_block_fits_in_the_shared_memory_it_may_ask_for() {
                 // Up to mage-008, the 48 KiB every launch gets; the 3xTF32 stages opt
                 // in to more (the runtime raises the kernel's limit), within
                 // the 227 KiB an H200 block may have.
-                let limit = if ["mage-009", "mage-010", "mage-011"].contains(&stage.name) { 227 * 1024 } else { 48 * 1024 };
+                let limit = if ["mage-009", "mage-010", "mage-011", "mage-014"].contains(&stage.name) { 227 * 1024 } else { 48 * 1024 };
                 assert!(l.shared_bytes <= limit, "{} asks for {} bytes at {d:?}", stage.name, l.shared_bytes);
-                // One grid dimension, but mage-011's product's K slices.
-                let slices = if l.kernel.name.starts_with("matmul_3xtf32_splitk") { l.grid.y } else { 1 };
+                // One grid dimension, but mage-011's and mage-014's products' K slices.
+                let split = ["matmul_3xtf32_splitk", "matmul_3xtf32_cluster"].iter().any(|p| l.kernel.name.starts_with(p));
+                let slices = if split { l.grid.y } else { 1 };
                 assert_eq!((l.grid.y, l.grid.z), (slices, 1), "{} at {d:?}", l.kernel.name);
+                // Clusters only along those slices, at most the portable 8 blocks.
+                let cluster = if l.kernel.name.starts_with("matmul_3xtf32_cluster") { slices } else { 1 };
+                assert_eq!(l.cluster, mage_common::kernel::Dim3::new(1, cluster, 1), "{} at {d:?}", l.kernel.name);
+                assert!(cluster <= 8, "{} at {d:?}: clusters of {cluster}", l.kernel.name);
             }
         }
     }

@@ -33,7 +33,7 @@ fn run(threads: u32, x: &[f32], clamp: u32) -> Result<Vec<f32>, String> {
         Region { name: "x".into(), start: x.as_ptr() as usize, bytes: x.len() * 4, writable: false },
         Region { name: "y".into(), start: y.as_ptr() as usize, bytes: y.len() * 4, writable: true },
     ];
-    let config = LaunchConfig { grid: Dim3::x(1), block: Dim3::x(threads), shared_bytes: 5 * threads * 4 };
+    let config = LaunchConfig { grid: Dim3::x(1), block: Dim3::x(threads), shared_bytes: 5 * threads * 4, cluster: Dim3::ONE };
     let args = [ArgValue::Ptr(x.as_ptr() as u64), ArgValue::Ptr(y.as_ptr() as u64), ArgValue::U32(clamp)];
     launch_kernel(&zfill_probe::KERNEL, &config, &args, &regions).map_err(|e| e.to_string())?;
     Ok(y)

@@ -116,7 +116,14 @@ mod host {
     /// A launch of `warps` warps in blocks of [`WARPS_PER_BLOCK`], with
     /// `shared_bytes` of shared memory per block.
     pub fn warp_launch_shared(kernel: &'static Kernel, warps: u32, shared_bytes: u32, args: Vec<Arg>) -> Launch {
-        Launch { kernel, grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)), block: Dim3::x(WARPS_PER_BLOCK * 32), shared_bytes, args }
+        Launch {
+            kernel,
+            grid: Dim3::x(warps.div_ceil(WARPS_PER_BLOCK)),
+            block: Dim3::x(WARPS_PER_BLOCK * 32),
+            shared_bytes,
+            cluster: Dim3::ONE,
+            args,
+        }
     }
 
     /// The arguments of a kernel that takes the graph and the output, then

@@ -65,6 +65,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
             grid: Dim3::x((d[0] * d[1]).div_ceil(THREADS)),
             block: Dim3::x(THREADS),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Input(3), Arg::Output(0), Arg::U32(d[0]), Arg::U32(d[1])],
         }
         .into()

@@ -139,6 +139,7 @@ mod host {
                     grid: Dim3::x((workers * width).div_ceil(FIX_THREADS)),
                     block: Dim3::x(FIX_THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: fix,
                 },
             ],

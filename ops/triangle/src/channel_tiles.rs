@@ -722,6 +722,7 @@ pub fn gradient_tiles_launch(kernel: &'static mage_common::Kernel, shape: Channe
         grid: mage_common::kernel::Dim3::x(2 * shape.blocks(d[0], d[1])),
         block: mage_common::kernel::Dim3::x(shape.threads()),
         shared_bytes: shape.shared_bytes(),
+        cluster: mage_common::kernel::Dim3::ONE,
         args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::Output(1), Arg::U32(d[0]), Arg::U32(d[1])],
     }
     .into()
@@ -735,6 +736,7 @@ pub fn channel_tiles_launch(kernel: &'static mage_common::Kernel, shape: Channel
         grid: mage_common::kernel::Dim3::x(shape.blocks(d[0], d[1])),
         block: mage_common::kernel::Dim3::x(shape.threads()),
         shared_bytes: shape.shared_bytes(),
+        cluster: mage_common::kernel::Dim3::ONE,
         args: crate::args(d[0], d[1]),
     }
     .into()

@@ -72,6 +72,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
             grid: Dim3::x(threads(d).div_ceil(THREADS)),
             block: Dim3::x(THREADS),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args: crate::args(d[0], d[1]),
         }
         .into()

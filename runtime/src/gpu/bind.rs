@@ -9,7 +9,7 @@ use super::buffer::{DeviceBuf, DeviceInputs};
 use super::device::Gpu;
 use super::module::{Modules, allow_shared};
 use cudarc::driver::{result, sys};
-use mage_common::kernel::{ArgValue, LaunchConfig, ParamKind};
+use mage_common::kernel::{ArgValue, Dim3, LaunchConfig, ParamKind};
 use mage_common::op::{Arg, Op, Plan};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -65,14 +65,57 @@ impl BoundPlan {
     pub unsafe fn launch(&self, stream: sys::CUstream) -> Result<(), String> {
         for ready in &self.launches {
             let mut params: Vec<*mut c_void> = ready.args.iter().map(param_ptr).collect();
-            let LaunchConfig { grid: g, block: b, shared_bytes } = ready.config;
-            // SAFETY: the arguments match the kernel's parameters (checked in
-            // `resolve_plan`); the caller keeps the buffers alive.
-            unsafe { result::launch_kernel(ready.function, (g.x, g.y, g.z), (b.x, b.y, b.z), shared_bytes, stream, &mut params) }
-                .map_err(|e| format!("launching `{}` (grid {g}, block {b}, {shared_bytes} B shared): {:?}", ready.kernel, e.0))?;
+            let LaunchConfig { grid: g, block: b, shared_bytes, cluster } = ready.config;
+            if cluster == Dim3::ONE {
+                // SAFETY: the arguments match the kernel's parameters (checked in
+                // `resolve_plan`); the caller keeps the buffers alive.
+                unsafe { result::launch_kernel(ready.function, (g.x, g.y, g.z), (b.x, b.y, b.z), shared_bytes, stream, &mut params) }
+                    .map_err(|e| format!("launching `{}` (grid {g}, block {b}, {shared_bytes} B shared): {:?}", ready.kernel, e.0))?;
+            } else {
+                // SAFETY: as above.
+                unsafe { launch_clustered(ready.function, &ready.config, stream, &mut params) }.map_err(|e| {
+                    format!("launching `{}` (grid {g}, block {b}, {shared_bytes} B shared, clusters {cluster}): {e:?}", ready.kernel)
+                })?;
+            }
         }
         Ok(())
     }
+}
+
+/// `cuLaunchKernelEx` with the cluster dims of `config` as its one
+/// attribute (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`): the launch of a
+/// plan's clustered kernel. Clusters of at most 8 blocks (the portable
+/// size) need no opt-in beyond the dynamic shared memory the binding
+/// allowed.
+///
+/// # Safety
+/// As [`BoundPlan::launch`]: `params` matches the kernel's parameters and
+/// its buffers are alive.
+unsafe fn launch_clustered(
+    f: sys::CUfunction,
+    config: &LaunchConfig,
+    stream: sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<(), sys::CUresult> {
+    let LaunchConfig { grid: g, block: b, shared_bytes, cluster: c } = *config;
+    // SAFETY: a plain C union of integers; every field is set below or unused.
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: c.x, y: c.y, z: c.z };
+    let mut attribute = sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value };
+    let launch = sys::CUlaunchConfig {
+        gridDimX: g.x,
+        gridDimY: g.y,
+        gridDimZ: g.z,
+        blockDimX: b.x,
+        blockDimY: b.y,
+        blockDimZ: b.z,
+        sharedMemBytes: shared_bytes,
+        hStream: stream,
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    // SAFETY: `launch` and its attribute outlive the call; the caller vouches for the rest.
+    unsafe { sys::cuLaunchKernelEx(&launch, f, params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(|e| e.0)
 }
 
 /// A plan bound to buffers of the runner's own: the output and scratch it
@@ -193,7 +236,7 @@ fn param_ptr(v: &ArgValue) -> *mut c_void {
 mod tests {
     use super::*;
     use mage_common::Kernel;
-    use mage_common::kernel::{Dim3, Param};
+    use mage_common::kernel::Param;
     use mage_common::op::Launch;
 
     static SCALE: Kernel = Kernel {
@@ -208,7 +251,7 @@ mod tests {
     };
 
     fn plan(args: Vec<Arg>) -> Plan {
-        Launch { kernel: &SCALE, grid: Dim3::x(1), block: Dim3::x(32), shared_bytes: 0, args }.into()
+        Launch { kernel: &SCALE, grid: Dim3::x(1), block: Dim3::x(32), shared_bytes: 0, cluster: Dim3::ONE, args }.into()
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub fn plan(
                 grid: Dim3::x((rows * width).div_ceil(THREADS)),
                 block: Dim3::x(THREADS),
                 shared_bytes: 0,
+                cluster: Dim3::ONE,
                 args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(rows), Arg::U32(width)],
             },
             Launch {
@@ -81,6 +82,7 @@ pub fn plan(
                 grid: Dim3::x(width.div_ceil(COLUMN_THREADS)),
                 block: Dim3::x(COLUMN_THREADS),
                 shared_bytes: 0,
+                cluster: Dim3::ONE,
                 args: vec![Arg::Output(0), Arg::Output(1), Arg::U32(rows), Arg::U32(width)],
             },
         ],

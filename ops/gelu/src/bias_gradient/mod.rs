@@ -71,6 +71,7 @@ pub fn chunked_plan(
                 grid,
                 block: Dim3::x(block.threads),
                 shared_bytes: block.shared_bytes,
+                cluster: Dim3::ONE,
                 args: vec![
                     Arg::Input(0),
                     Arg::Input(1),
@@ -87,6 +88,7 @@ pub fn chunked_plan(
                 grid: Dim3::x(width.div_ceil(columns)),
                 block: Dim3::x(totals_block.threads),
                 shared_bytes: totals_block.shared_bytes,
+                cluster: Dim3::ONE,
                 args: vec![Arg::Scratch(0), Arg::Output(1), Arg::U32(chunks), Arg::U32(width)],
             },
         ],

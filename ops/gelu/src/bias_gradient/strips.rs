@@ -105,6 +105,7 @@ pub fn plan(d: &[u32], kernel: &'static mage_common::kernel::Kernel) -> mage_com
             grid: Dim3::x(width.div_ceil(STRIP)),
             block: Dim3::x(THREADS),
             shared_bytes: SHARED_BYTES,
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::Output(1), Arg::U32(rows), Arg::U32(width)],
         }],
         scratch: vec![],

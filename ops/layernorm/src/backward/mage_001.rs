@@ -67,6 +67,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(rows),
                     block: Dim3::x(THREADS),
                     shared_bytes: THREADS * 4,
+                    cluster: Dim3::ONE,
                     args: vec![
                         Arg::Input(0),
                         Arg::Input(1),
@@ -83,6 +84,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(width.div_ceil(COLUMN_THREADS)),
                     block: Dim3::x(COLUMN_THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: vec![
                         Arg::Input(0),
                         Arg::Input(2),

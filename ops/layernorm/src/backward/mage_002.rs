@@ -90,6 +90,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(rows),
                     block: Dim3::x(THREADS),
                     shared_bytes: THREADS * 4,
+                    cluster: Dim3::ONE,
                     args: vec![
                         Arg::Input(0),
                         Arg::Input(1),
@@ -106,6 +107,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3 { x: column_blocks, y: chunks, z: 1 },
                     block: Dim3::x(COLUMN_THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: vec![Arg::Input(0), Arg::Input(2), Arg::Scratch(0), Arg::Scratch(1), Arg::U32(rows), Arg::U32(width)],
                 },
                 Launch {
@@ -113,6 +115,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(column_blocks),
                     block: Dim3::x(COLUMN_THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: vec![Arg::Scratch(1), Arg::Output(1), Arg::Output(2), Arg::U32(chunks), Arg::U32(width)],
                 },
             ],

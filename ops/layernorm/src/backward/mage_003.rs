@@ -109,6 +109,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(chunks),
                     block: Dim3::x(e.block()),
                     shared_bytes: shared_bytes(e.quads, e.rows, e.block()),
+                    cluster: Dim3::ONE,
                     args: vec![
                         Arg::Input(0),
                         Arg::Input(1),

@@ -487,6 +487,7 @@ mod host {
                     grid: Dim3::x(chunks),
                     block: Dim3::x(e.threads),
                     shared_bytes: shared_bytes(e.threads),
+                    cluster: Dim3::ONE,
                     args: vec![
                         Arg::Input(0),
                         Arg::Input(1),

@@ -40,6 +40,7 @@ pub fn totals_launch(chunks: u32, width: u32) -> mage_common::op::Launch {
         grid: Dim3::x((2 * stride).div_ceil(TOTALS_COLUMNS)),
         block: Dim3::x(TOTALS_THREADS),
         shared_bytes: TOTALS_SHARED_BYTES,
+        cluster: Dim3::ONE,
         args: vec![Arg::Scratch(0), Arg::Output(1), Arg::Output(2), Arg::U32(chunks), Arg::U32(width)],
     }
 }

@@ -114,6 +114,7 @@ pub fn plan_with_rows(d: &[u32], rows: u32) -> mage_common::op::Plan {
         grid: Dim3::x(k.div_ceil(TRANSPOSE_TILE) * m.div_ceil(TRANSPOSE_TILE)),
         block: Dim3::x(TRANSPOSE_THREADS),
         shared_bytes: TRANSPOSE_SHARED_BYTES,
+        cluster: Dim3::ONE,
         args: vec![Arg::Input(0), Arg::Scratch(0), Arg::U32(k), Arg::U32(m)],
     };
     Plan { launches: vec![transpose, product], scratch: vec![m as usize * k as usize] }

@@ -305,6 +305,7 @@ mod host {
             grid: Dim3 { x: tiles(d), y: slices, z: 1 },
             block: Dim3::x(THREADS),
             shared_bytes: layout_shared_bytes::<AKByM>(64),
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), Arg::Input(1), into, Arg::U32(m), Arg::U32(n), Arg::U32(k), Arg::U32(slice_k.min(k))],
         };
         if slices == 1 {

@@ -201,6 +201,7 @@ mod host {
             grid: Dim3::x(k.div_ceil(TRANSPOSE_TILE) * m.div_ceil(TRANSPOSE_TILE)),
             block: Dim3::x(TRANSPOSE_THREADS),
             shared_bytes: TRANSPOSE_SHARED_BYTES,
+            cluster: Dim3::ONE,
             args: vec![Arg::Input(0), dst, Arg::U32(k), Arg::U32(m), Arg::U32(padded(d)[2])],
         }
     }

@@ -241,6 +241,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
             grid: Dim3::x(threads.div_ceil(THREADS).max(1)),
             block: Dim3::x(THREADS),
             shared_bytes: 0,
+            cluster: Dim3::ONE,
             args,
         };
         Plan {
@@ -252,6 +253,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid: Dim3::x(1),
                     block: Dim3::x(SCAN_THREADS),
                     shared_bytes: SCAN_THREADS * 4,
+                    cluster: Dim3::ONE,
                     args: vec![count, colptr, Arg::U32(n)],
                 },
                 over(&neighbor_backward_fill::KERNEL, edges, vec![indices, colptr, slot, bucket, Arg::U32(edges)]),

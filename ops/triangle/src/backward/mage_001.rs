@@ -96,6 +96,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid,
                     block: Dim3::x(THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: vec![Arg::Input(1), Arg::Input(2), Arg::Output(0), Arg::U32(n), Arg::U32(c)],
                 },
                 Launch {
@@ -103,6 +104,7 @@ pub static STAGE: mage_common::op::Stage = mage_common::op::Stage {
                     grid,
                     block: Dim3::x(THREADS),
                     shared_bytes: 0,
+                    cluster: Dim3::ONE,
                     args: vec![Arg::Input(0), Arg::Input(2), Arg::Output(1), Arg::U32(n), Arg::U32(c)],
                 },
             ],
