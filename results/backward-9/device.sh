@@ -42,7 +42,7 @@ final)
   cd "$R"; tail -n 4 "$O/e2e.txt" "$O/torch-ops.txt"; grep INFO "$O/host-time.txt" | cut -c1-140; cd "$B";;
 compare|compare2)
   # compare2 reads OPS2, NS2, AT2, JUDGE2 and COMPARE2_LIMIT: a second namespace in the same call.
-  if [ $part = compare2 ]; then ops=${OPS2:?}; ns=${NS2:?}; at=${AT2:-}; judge=${JUDGE2:-}; lim=${COMPARE2_LIMIT:-540}
+  if [ $part = compare2 ]; then ops=${OPS2-}; ns=${NS2:?}; at=${AT2:-}; judge=${JUDGE2:-}; lim=${COMPARE2_LIMIT:-540}
   else ops=${OPS-}; ns=${NS:?}; at=${AT:-}; judge=${JUDGE:-}; lim=${COMPARE_LIMIT:-540}; fi
   sweep=${SWEEP---sweep}   # SWEEP= (empty) with OPS= (empty): only the $AT workloads
   mkdir -p "$O/$ns"

@@ -146,7 +146,47 @@
 //! `_v4` entry (16-byte `cp.async` of B, 128-bit stores of C) where `n` is a
 //! multiple of 4 and its `_scalar` entry otherwise; so does mage-007.
 
+//! mage-014 (the same split in one launch, a tile's slices one cluster)
+//! takes mage-011's shapes where its split is mage-011's, except where
+//! clusters of four or more slices would fill more than 96 SMs: in
+//! `results/mage-014` it was FASTER than mage-011 at 256³ (32 blocks in
+//! clusters of 4), 768³ (108 in clusters of 3), 1000x1037x999 (216 in
+//! clusters of 3) and 4096x768x3072 (384 in clusters of 2), and SLOWER at
+//! 512³, whose 32 clusters of 4 (128 blocks) did not all fit at once on
+//! the GPCs (14.51 µs against 9.55: a second wave):
+//!
+//! <!-- mage:table verdicts results/mage-014/comparison.json a=mage-014 -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul | 256x256x256 | hot | kernel time | rust mage-014 | rust mage-011 | 0.885 [0.883, 0.888] | FASTER |
+//! | matmul | 512x512x512 | hot | kernel time | rust mage-014 | rust mage-011 | 1.515 [1.515, 1.515] | SLOWER |
+//! | matmul | 1000x1037x999 | hot | kernel time | rust mage-014 | rust mage-011 | 0.932 [0.930, 0.934] | FASTER |
+//! | matmul | 768x768x768 | hot | kernel time | rust mage-014 | rust mage-011 | 0.849 [0.848, 0.850] | FASTER |
+//! | matmul | 4096x768x3072 | hot | kernel time | rust mage-014 | rust mage-011 | 0.926 [0.923, 0.927] | FASTER |
+//! <!-- /mage:table -->
+
 use mage_common::op::{Dispatcher, Stage};
+
+/// SMs that clusters of [`MIN_SLICES_PACKED`] or more blocks may fill in
+/// one wave (one block an SM): 128 blocks in clusters of 4 took a second
+/// wave at 512³ (`results/mage-014`).
+pub const MAX_CLUSTERED_BLOCKS: u32 = 96;
+
+/// From this many slices a cluster the GPCs' packing limits mage-014
+/// ([`MAX_CLUSTERED_BLOCKS`]); 108 blocks in clusters of 3 ran in one wave.
+pub const MIN_SLICES_PACKED: u32 = 4;
+
+/// Whether mage-014 takes a shape mage-011 splits: the same split, and
+/// its clusters fit one wave as measured.
+pub fn clusters_fit(d: &[u32]) -> bool {
+    let (rows, slice_k) = crate::mage_014::split(d);
+    if (rows, slice_k) != crate::mage_011::split(d) {
+        return false;
+    }
+    let slices = crate::mage_014::slices(d);
+    let blocks = d[0].div_ceil(rows) * d[1].div_ceil(crate::tf32x3::BN) * slices;
+    slices < MIN_SLICES_PACKED || blocks <= MAX_CLUSTERED_BLOCKS
+}
 
 /// Below this many 64x64 output tiles, the 16x16 tiles of mage-001 fill the GPU better.
 pub const MIN_TILES_FOR_MAGE_006: u32 = 32;
@@ -171,7 +211,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
     let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
     let big_tiles = d[0].div_ceil(128) * d[1].div_ceil(128);
     if d[2] >= MIN_K_FOR_3XTF32 && crate::mage_011::slices(d) >= 2 {
-        &crate::mage_011::STAGE
+        if clusters_fit(d) { &crate::mage_014::STAGE } else { &crate::mage_011::STAGE }
     } else if tiles < MIN_TILES_FOR_MAGE_006 {
         &crate::mage_001::STAGE
     } else if d[2] >= MIN_K_FOR_3XTF32 {
@@ -187,7 +227,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "from k = 64 mage-011 where its rule splits K; else mage-001 below 32 tiles of 64x64; else from k = 64 mage-009 where k and n are multiples of 4, mage-010 (padded rows) elsewhere; at k = 1 mage-012; else mage-006 under 72 tiles of 128x128 and mage-007 from there",
+    summary: "from k = 64 where its rule splits K mage-014 (one launch) where its clusters fit, else mage-011; else mage-001 below 32 tiles of 64x64; else from k = 64 mage-009 where k and n are multiples of 4, mage-010 (padded rows) elsewhere; at k = 1 mage-012; else mage-006 under 72 tiles of 128x128 and mage-007 from there",
     reads: &[],
     choose: |d, _| choose(d),
 };

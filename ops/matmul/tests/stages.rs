@@ -345,7 +345,12 @@ fn current_dispatches_by_shape() {
     for d in [[4096, 4096, 63], [2048, 2048, 2]] {
         assert_eq!(current::choose(&d).name, "mage-007", "{d:?}");
     }
-    for d in [[1000, 1037, 999], [256, 256, 256], [512, 512, 512], [768, 768, 768], [128, 128, 4096], [1024, 1024, 8192]] {
+    // mage-011's split in one launch where its clusters fit one wave.
+    for d in [[1000, 1037, 999], [256, 256, 256], [768, 768, 768], [4096, 768, 3072]] {
+        assert_eq!(current::choose(&d).name, "mage-014", "{d:?}");
+    }
+    // 32 clusters of 4 (512³); splits past mage-014's 8 slices (128x128x4096).
+    for d in [[512, 512, 512], [128, 128, 4096]] {
         assert_eq!(current::choose(&d).name, "mage-011", "{d:?}");
     }
     for d in [[2047, 2047, 2047], [1000, 1000, 999], [1023, 1023, 1023], [384, 385, 64]] {

@@ -1,5 +1,5 @@
 //! matmul_nt's dispatcher: split-K over the 3xTF32 product (mage-003)
-//! from k = 64 where its slice rule cuts k in two or more; elsewhere
+//! from k = 64 where its slice rule cuts k in three or more; elsewhere
 //! matmul's rule, the 3xTF32 product (mage-002) from k = 64 and 32 output
 //! tiles of 64x64, below which the CUDA-core 16x16 tiles (mage-001) fill
 //! the 132 SMs better; mage-001 everywhere else.
@@ -22,10 +22,16 @@
 //! <!-- /mage:table -->
 //!
 //! At 1024³ its rule takes one slice, mage-002's plan: SAME, and `current`
-//! keeps mage-002 there. The 3xTF32 stages start at k = 64, where their
+//! keeps mage-002 there; at 4096x768x3072, two slices, it was SLOWER
+//! (`results/backward-10`: 265.29 µs against mage-002's 257.03). The 3xTF32 stages start at k = 64, where their
 //! worst-case error bound is inside the FP32 tolerance for any input.
 
 use mage_common::op::{Dispatcher, Stage};
+
+/// Fewest K slices for which [`choose`] takes mage-003: with two, at the
+/// MLP block's 4096x768x3072, it was SLOWER than mage-002 (1.037,
+/// `results/backward-10`); with three and four FASTER.
+pub const MIN_SLICES_FOR_MAGE_003: u32 = 3;
 
 /// Below this many 64x64 output tiles, mage-001's 16x16 tiles fill the GPU better.
 pub const MIN_TILES_FOR_3XTF32: u32 = 32;
@@ -36,7 +42,7 @@ pub const MIN_K_FOR_3XTF32: u32 = 64;
 
 /// The stage `current` runs for these dims.
 pub fn choose(d: &[u32]) -> &'static Stage {
-    if d[2] >= MIN_K_FOR_3XTF32 && super::mage_003::slices(d) >= 2 {
+    if d[2] >= MIN_K_FOR_3XTF32 && super::mage_003::slices(d) >= MIN_SLICES_FOR_MAGE_003 {
         return &super::mage_003::STAGE;
     }
     let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
@@ -45,7 +51,7 @@ pub fn choose(d: &[u32]) -> &'static Stage {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "from k = 64 mage-003 (split-K) where its rule splits K; else mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
+    summary: "from k = 64 mage-003 (split-K) where its rule cuts K in 3 or more; else mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
     reads: &[],
     choose: |d, _| choose(d),
 };
