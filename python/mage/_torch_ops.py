@@ -163,23 +163,6 @@ def _filled(value: float, width: int, like: Tensor) -> Tensor:
     return t
 
 
-_AFFINE = {}
-
-
-def _identity_affine(width: int, like: Tensor) -> Tuple[Tensor, Tensor]:
-    """(ones, zeros) of `width`, ``_filled``'s tensors, found with one
-    lookup per call (the plain path of a LayerNorm without weight and
-    bias); kept as ``_filled`` keeps them."""
-    device = like.get_device()
-    key = (width, device, _raw_stream(device)) if device >= 0 else None
-    pair = _AFFINE.get(key)
-    if pair is None:
-        pair = (_filled(1.0, width, like), _filled(0.0, width, like))
-        if key is not None and len(_AFFINE) < 64 and not torch.cuda.is_current_stream_capturing():
-            _AFFINE[key] = pair
-    return pair
-
-
 def _width(shape: Sequence[int]) -> int:
     w = 1
     for d in shape:
@@ -1052,11 +1035,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Optional[
         if launcher is not None and constants is not _EPS_CONSTANTS and type(width) is int and input.shape[-1:] == (width,):
             x2 = _rows(input, width)
             if x2 is not None:
-                if weight is None and bias is None:
-                    gamma, beta = _identity_affine(width, input)
-                else:
-                    gamma = _filled(1.0, width, input) if weight is None else weight
-                    beta = _filled(0.0, width, input) if bias is None else bias
+                gamma = _filled(1.0, width, input) if weight is None else weight
+                beta = _filled(0.0, width, input) if bias is None else bias
                 out = launcher.run_plain((x2, gamma, beta), constants)
                 if out is not None:
                     return out[0] if x2 is input else out[0].view(input.shape)

@@ -184,7 +184,7 @@ pub fn clusters_fit(d: &[u32]) -> bool {
         return false;
     }
     let slices = crate::mage_014::slices(d);
-    let blocks = d[0].div_ceil(rows) * d[1].div_ceil(crate::tf32x3::BN) * slices;
+    let blocks = crate::mage_011::tiles(d, rows) * slices;
     slices < MIN_SLICES_PACKED || blocks <= MAX_CLUSTERED_BLOCKS
 }
 
