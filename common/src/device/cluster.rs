@@ -47,30 +47,33 @@ pub fn cluster_nctarank() -> u32 {
     emu::cluster_nctarank()
 }
 
-/// `barrier.cluster.arrive.release.aligned`: this thread's arrival at the
-/// cluster barrier; its memory accesses before it are released to the
-/// threads that wait for the phase. Every thread of a warp executes it
-/// together, and executes [`cluster_wait`] before arriving again.
+/// `barrier.cluster.arrive.aligned`: this thread's arrival at the cluster
+/// barrier; its memory accesses before it are released to the threads that
+/// wait for the phase (`.release`, the form's default, spelled without the
+/// qualifier so that the PTX of a crate built for plain sm_90, ISA 7.8,
+/// assembles). Every thread of a warp executes it together, and executes
+/// [`cluster_wait`] before arriving again.
 #[inline(always)]
 pub fn cluster_arrive() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a cluster-wide barrier; memory effects are what we want.
     unsafe {
-        asm!("barrier.cluster.arrive.release.aligned;", options(nostack))
+        asm!("barrier.cluster.arrive.aligned;", options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
     emu::cluster_arrive()
 }
 
-/// `barrier.cluster.wait.acquire.aligned`: waits until every thread of the
-/// cluster has arrived for this thread's last [`cluster_arrive`] (or
-/// exited); what they did before arriving is visible after it.
+/// `barrier.cluster.wait.aligned` (`.acquire`, the default): waits until
+/// every thread of the cluster has arrived for this thread's last
+/// [`cluster_arrive`] (or exited); what they did before arriving is
+/// visible after it.
 #[inline(always)]
 pub fn cluster_wait() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as `cluster_arrive`.
     unsafe {
-        asm!("barrier.cluster.wait.acquire.aligned;", options(nostack))
+        asm!("barrier.cluster.wait.aligned;", options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
     emu::cluster_wait()

@@ -9,7 +9,7 @@
 use mage_common::fixtures::Rng;
 use mage_common::numeric::{EX2_APPROX_REL, compare};
 use mage_common::op::{HostBuf, check_current, check_stage, emulate};
-use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001, mage_002};
+use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001, mage_002, mage_005};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -209,5 +209,23 @@ fn the_chunk_rule_fills_the_gpu_at_the_sweep_shapes() {
         assert_eq!(mage_002::chunk_rows(rows, width), per, "{rows}x{width}");
         let blocks = width.div_ceil(mage_002::TILE) * rows.div_ceil(per);
         assert!((900..=1100).contains(&blocks), "{rows}x{width}: {blocks} blocks");
+    }
+}
+
+/// mage-005's chunks: the eight blocks of a tile's cluster cover every row
+/// with a whole count of rows a warp and no chunk to spare, and the plan's
+/// cluster is the grid's y.
+#[test]
+fn the_cluster_chunks_cover_every_row_once() {
+    use mage_005::{CLUSTER, WARPS, chunk_rows};
+    for rows in [1u32, 7, 16, 127, 128, 129, 1000, 1001, 4096, 16384] {
+        let per = chunk_rows(rows);
+        assert_eq!(per % WARPS, 0, "{rows}");
+        assert!(per * CLUSTER >= rows, "{rows}: {per} rows a chunk");
+        assert!(per == WARPS || (per - WARPS) * CLUSTER < rows, "{rows}: {per} rows a chunk, more than it needs");
+        let plan = (mage_005::STAGE.plan)(&[rows, 1001]);
+        let launch = &plan.launches[0];
+        assert_eq!((launch.grid.x, launch.grid.y, launch.cluster.y), (16, CLUSTER, CLUSTER));
+        assert!(plan.scratch.is_empty());
     }
 }

@@ -25,7 +25,7 @@
 //! them after a block barrier into its own shared memory, from byte 0 (the
 //! pipeline's stages are done with) as a row-major tile of rows of 132
 //! floats (4 of padding: a half-warp's 64-bit stores on 32 banks); then
-//! `barrier.cluster.arrive.release` and `barrier.cluster.wait.acquire`.
+//! `barrier.cluster.arrive` (release) and `barrier.cluster.wait` (acquire).
 //! Block `r` of `S` then takes quads `r·⌈Q/S⌉..` of the tile's `Q`
 //! (row-major, 4096 at 128 rows, 2048 at 64), loads each from every
 //! rank's shared memory (`mapa.shared::cluster`, 16-byte

@@ -16,13 +16,15 @@
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
 //! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 to mage-004; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
+//! | [`mage_005`] | one launch: a 64-column tile's eight chunks of rows one thread-block cluster (warp loads of 128 contiguous bytes), their partial dbias rows added in chunk order through distributed shared memory |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 to mage-005; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
+pub mod mage_005;
 
 /// `2·√(2/π)`: `w = z·(W0 + W1·z²) = z·d(2u)/dz`.
 pub const W0: f32 = (2.0 * crate::SQRT_2_OVER_PI) as f32;
@@ -113,7 +115,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "gelu_backward",

@@ -13,7 +13,10 @@
 //!   (column sums from shared memory), then the chunks added in order with
 //!   a batch of loads in flight;
 //! * [`strips`]: each op's mage-004, one launch, a block per strip of
-//!   columns over every row writing dx and adding dbias itself.
+//!   columns over every row writing dx and adding dbias itself;
+//! * [`clusters`]: each op's mage-005, one launch, a column tile's chunks
+//!   of rows one thread-block cluster, their partial dbias rows added in
+//!   chunk order through distributed shared memory.
 //!
 //! Each stage declares its own `kernel!` entries (their names are the
 //! op's) calling these bodies with its op's element
@@ -24,6 +27,7 @@
 //! `tests/resources.rs` and their bits by the op's tests; a new stage that
 //! changes a body takes a module of its own.
 
+pub mod clusters;
 pub mod columns;
 pub mod slabs;
 pub mod strips;

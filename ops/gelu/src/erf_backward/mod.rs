@@ -24,13 +24,15 @@
 //! | [`mage_002`] | one pass: a block per column tile and chunk of rows writes dx and its partial dbias row (sums in registers), then the chunks added in order by a short second kernel |
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
 //! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001, mage-002 and mage-003, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
+//! | [`mage_005`] | one launch: a 64-column tile's eight chunks of rows one thread-block cluster (warp loads of 128 contiguous bytes), their partial dbias rows added in chunk order through distributed shared memory |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001 to mage-005, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
+pub mod mage_005;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -94,7 +96,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
+    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
 
     /// The stage `current` runs for these dims: mage-002 wherever it
     /// supports them (every shape), else mage-001.
