@@ -10,7 +10,10 @@
 //! * [`column_total`]: the body of a totals kernel: a block of
 //!   [`TOTALS_THREADS`] threads adds [`TOTALS_COLUMNS`] columns' partials,
 //!   each warp a contiguous segment of the chunks in chunk order, then the
-//!   segments in segment order.
+//!   segments in segment order; [`column_total_batched`] makes the same
+//!   additions in the same order with every load of a segment issued
+//!   before its adds (a batch at a time, the last one predicated), where
+//!   `column_total` loads a segment's remainder one after another.
 //!
 //! Every grouping is fixed by the shape alone (the plan's chunk count and
 //! the block sizes here), so the order of every addition is too.
@@ -90,6 +93,50 @@ pub unsafe fn column_total(partials: *const f32, chunks: u32, stride: u32, colum
         while k < end {
             s += unsafe { ld_nc(partials, k * stride + column) };
             k += 1;
+        }
+    }
+    smem_st(4 * (w * 32 + lane), s);
+    sync_threads();
+    let mut total = 0.0;
+    if w == 0 {
+        total = s;
+        for v in 1..TOTALS_WARPS {
+            total += smem_ld(4 * (v * 32 + lane));
+        }
+    }
+    total
+}
+
+/// [`column_total`]'s additions in its order (the same segments, each in
+/// chunk order from `0.0`, then the segments in order, in warp 0), with
+/// every partial of a segment loaded [`BATCH`] at a time and a short last
+/// batch predicated: a segment of fewer than [`BATCH`] chunks is one round
+/// trip to L2, not a chain of them. The same bits as [`column_total`].
+///
+/// # Safety
+/// As [`column_total`].
+#[inline(always)]
+pub unsafe fn column_total_batched(partials: *const f32, chunks: u32, stride: u32, columns: u32) -> f32 {
+    let (lane, w) = (thread_idx_x() % 32, thread_idx_x() / 32);
+    let column = block_idx_x() * TOTALS_COLUMNS + lane;
+    let per = chunks.div_ceil(TOTALS_WARPS);
+    let (start, end) = ((w * per).min(chunks), ((w + 1) * per).min(chunks));
+    let mut s = 0.0;
+    if column < columns {
+        let mut k = start;
+        while k < end {
+            let mut v = [0.0; BATCH as usize];
+            for (j, v) in v.iter_mut().enumerate() {
+                if k + (j as u32) < end {
+                    *v = unsafe { ld_nc(partials, (k + j as u32) * stride + column) };
+                }
+            }
+            for (j, v) in v.iter().enumerate() {
+                if k + (j as u32) < end {
+                    s += *v;
+                }
+            }
+            k += BATCH;
         }
     }
     smem_st(4 * (w * 32 + lane), s);

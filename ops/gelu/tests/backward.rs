@@ -9,7 +9,7 @@
 use mage_common::fixtures::Rng;
 use mage_common::numeric::{EX2_APPROX_REL, compare};
 use mage_common::op::{HostBuf, check_current, check_stage, emulate};
-use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001, mage_002, mage_005};
+use mage_gelu::backward::{BACKWARD, STAGES, gelu_grad_f64, mage_001, mage_002, mage_005, mage_006};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -228,4 +228,31 @@ fn the_cluster_chunks_cover_every_row_once() {
         assert_eq!((launch.grid.x, launch.grid.y, launch.cluster.y), (16, CLUSTER, CLUSTER));
         assert!(plan.scratch.is_empty());
     }
+}
+
+/// mage-006 is mage-002 to the bit, dx and dbias, at every width: widths
+/// that are a multiple of 4 (the 16-byte path) and not (a lane's columns
+/// 32 apart), one tile and several, the last tile short; and at shapes of
+/// more than 256 chunks, where a totals segment holds more than one batch
+/// of loads and a short last one (2500x3: 313 chunks, 10 a segment).
+#[test]
+fn mage_006_is_mage_002_to_the_bit() {
+    for (rows, width) in [(2500u32, 3u32), (2100, 130)] {
+        let x = inputs(rows, width, Dist::Normal(1.0), 1.0, 5);
+        let a = emulate(&BACKWARD, &mage_002::STAGE, &[rows, width], &x).unwrap();
+        let b = emulate(&BACKWARD, &mage_006::STAGE, &[rows, width], &x).unwrap();
+        assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "{rows}x{width}: mage-006 differs from mage-002");
+        assert!(rows.div_ceil(mage_002::chunk_rows(rows, width)) > 256, "{rows}x{width}");
+    }
+    let mut runner = TestRunner::new(Config { cases: 24, ..Config::default() });
+    let width = prop_oneof![prop::sample::select(vec![1u32, 3, 4, 31, 33, 127, 128, 129, 255, 257, 1001]), 1u32..=700];
+    runner
+        .run(&(1u32..=80, width, any::<u64>()), |(rows, width, seed)| {
+            let x = inputs(rows, width, Dist::Normal(1.0), 1.0, seed);
+            let a = emulate(&BACKWARD, &mage_002::STAGE, &[rows, width], &x).map_err(TestCaseError::fail)?;
+            let b = emulate(&BACKWARD, &mage_006::STAGE, &[rows, width], &x).map_err(TestCaseError::fail)?;
+            prop_assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "{}x{}: mage-006 differs from mage-002", rows, width);
+            Ok(())
+        })
+        .unwrap();
 }

@@ -39,7 +39,15 @@
 //! and torch.compile's 6.56 (`results/backward-10`). Tall shapes give each
 //! warp many batches (4096x768: 96 blocks, 32 rows a warp), where
 //! mage-002's 1056 blocks keep more bytes in flight: a stage for short
-//! shapes. Not yet measured on the GPU.
+//! shapes.
+//!
+//! Measured (`results/backward-11`, CUPTI kernel time, hot L2, medians):
+//! 12.07 µs at 1000x1001 against mage-002's 7.07, judged SLOWER (1.708);
+//! 22.87 against 10.96 at 4096x768 (2.089) and 12.80 against 6.42 at
+//! 512x3072 (1.985). The prediction was wrong by 2.4x: like mage-004, one
+//! 16-warp block an SM (half of mage-002's warps an SM) is slower than
+//! mage-002's two launches, and the saved launch does not pay for it; the
+//! counters were not taken. `current` keeps mage-002 (`docs/attempts.md`).
 
 use super::element_gradient::TanhGradient;
 use crate::bias_gradient::clusters::chunks_in_cluster;

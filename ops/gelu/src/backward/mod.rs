@@ -17,7 +17,8 @@
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
 //! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
 //! | [`mage_005`] | one launch: a 64-column tile's eight chunks of rows one thread-block cluster (warp loads of 128 contiguous bytes), their partial dbias rows added in chunk order through distributed shared memory |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 to mage-005; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
+//! | [`mage_006`] | mage-002 with a lane's four columns 32 apart where the width is not a multiple of 4 (each warp access 128 contiguous bytes) and every load of a totals segment issued together; mage-002's bits |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_grad_with` (`TanhGradient`), of mage-001 to mage-006; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_erf_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
@@ -25,6 +26,7 @@ pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
 pub mod mage_005;
+pub mod mage_006;
 
 /// `2·√(2/π)`: `w = z·(W0 + W1·z²) = z·d(2u)/dz`.
 pub const W0: f32 = (2.0 * crate::SQRT_2_OVER_PI) as f32;
@@ -115,7 +117,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE, &mage_006::STAGE];
 
     pub static BACKWARD: Op = Op {
         name: "gelu_backward",

@@ -16,7 +16,10 @@
 //!   columns over every row writing dx and adding dbias itself;
 //! * [`clusters`]: each op's mage-005, one launch, a column tile's chunks
 //!   of rows one thread-block cluster, their partial dbias rows added in
-//!   chunk order through distributed shared memory.
+//!   chunk order through distributed shared memory;
+//! * [`spread_tiles`]: each op's mage-006, mage-002's tiles with a lane's
+//!   four columns 32 apart where the width is not a multiple of 4, then
+//!   mage-002's totals with every load of a segment issued together.
 //!
 //! Each stage declares its own `kernel!` entries (their names are the
 //! op's) calling these bodies with its op's element
@@ -30,6 +33,7 @@
 pub mod clusters;
 pub mod columns;
 pub mod slabs;
+pub mod spread_tiles;
 pub mod strips;
 pub mod tiles;
 

@@ -40,7 +40,13 @@
 //! hidden under the loads. About 5.5 µs against mage-002's 7.61 and
 //! torch.compile's 6.80. Tall shapes give each warp many batches (4096x768:
 //! 96 blocks, 32 rows a warp), where mage-002's 1056 blocks keep more bytes
-//! in flight: a stage for short shapes. Not yet measured on the GPU.
+//! in flight: a stage for short shapes.
+//!
+//! Measured (`results/backward-11`, CUPTI kernel time, hot L2, medians):
+//! 14.37 µs at 1000x1001 against mage-002's 7.52, judged SLOWER (1.915);
+//! 27.35 against 13.00 at 4096x768 (2.106) and 15.33 against 7.43 at
+//! 512x3072 (2.039). The prediction was wrong by 2.6x, as gelu_backward
+//! mage-005's. `current` keeps mage-002 (`docs/attempts.md`).
 
 use super::element_gradient::ErfGradient;
 use crate::bias_gradient::clusters::chunks_in_cluster;

@@ -25,7 +25,8 @@
 //! | [`mage_003`] | dx from flat 128-bit quads at any width, four-row slabs staged in shared memory for the column sums, then the chunks added in order with a batch of loads in flight |
 //! | [`mage_004`] | one launch: a block per strip of eight columns over every row writes dx and adds dbias itself (rows in order, lanes by butterfly, warps in order) |
 //! | [`mage_005`] | one launch: a 64-column tile's eight chunks of rows one thread-block cluster (warp loads of 128 contiguous bytes), their partial dbias rows added in chunk order through distributed shared memory |
-//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001 to mage-005, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
+//! | [`mage_006`] | mage-002 with a lane's four columns 32 apart where the width is not a multiple of 4 (each warp access 128 contiguous bytes) and every load of a totals segment issued together; mage-002's bits |
+//! | [`element_gradient`] | the element's arithmetic, `gelu_erf_grad_with` (`ErfGradient`), of mage-001 to mage-006, and its error against f64; their kernel bodies are in [`bias_gradient`](crate::bias_gradient), shared with `gelu_backward` |
 
 pub mod element_gradient;
 pub mod mage_001;
@@ -33,6 +34,7 @@ pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
 pub mod mage_005;
+pub mod mage_006;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
@@ -96,7 +98,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE, &mage_006::STAGE];
 
     /// The stage `current` runs for these dims: mage-002 wherever it
     /// supports them (every shape), else mage-001.
