@@ -114,13 +114,25 @@ fn a_dense_sweep_of_z_on_every_stage() {
     }
 }
 
-/// mage-002 wherever it supports the shape, which is every shape.
+/// mage-006 where the width is not a multiple of 4 or there are more than
+/// 32 chunks, mage-002 elsewhere: the sweep's shapes and the edges.
 #[test]
 fn current_dispatches_by_shape() {
-    for d in [[4096u32, 768u32], [1000, 1001], [1, 1], [3, 257]] {
-        assert!(mage_002::supports(&d));
-        assert_eq!(choose(&d).name, "mage-002");
-        assert_eq!(ERF_BACKWARD.dispatch(&d, &[]).name, "mage-002");
+    let cases = [
+        ([4096u32, 768u32], "mage-006"),
+        ([1000, 1001], "mage-006"),
+        ([16384, 4096], "mage-006"),
+        ([512, 3072], "mage-002"),
+        ([1, 1], "mage-006"),
+        ([1, 4], "mage-002"),
+        ([3, 257], "mage-006"),
+        ([256, 128], "mage-002"),
+        ([264, 128], "mage-006"),
+    ];
+    for (d, stage) in cases {
+        assert_eq!(choose(&d).name, stage, "{d:?}");
+        assert_eq!(ERF_BACKWARD.dispatch(&d, &[]).name, stage, "{d:?}");
+        assert_eq!(mage_gelu::backward::BACKWARD.dispatch(&d, &[]).name, stage, "{d:?}");
     }
 }
 

@@ -32,7 +32,18 @@
 //! 12 MB); the totals as mage-003's batched ones (1.69 µs against
 //! mage-002's 2.16, `results/backward-7`): about 4.5 µs against mage-002's
 //! 7.07 and torch.compile's 6.53 (`results/backward-11`). At widths that
-//! are a multiple of 4 only the totals change. Not yet measured on the GPU.
+//! are a multiple of 4 only the totals change.
+//!
+//! Measured (`results/backward-12`, CUPTI kernel time, hot L2, medians):
+//! 5.87 µs at 1000x1001 against mage-002's 7.10, judged FASTER (0.824), and
+//! under torch.compile's 6.53 in the same session; 9.83 against 10.77 at
+//! 4096x768 (FASTER, 0.903: the batched totals at 171 chunks); SAME at
+//! 16384x4096 (205.05 against 207.64, 0.994) and 512x3072 (6.54 against
+//! 6.40, 1.020). Nsight Compute (`results/backward-12/nsight`, cold
+//! caches): at 1000x1001 the tiles kernel moves 21.3 MB through L2
+//! (mage-002's 27.0), and the totals' long_scoreboard stall falls from 26.2
+//! to 3.9 cycles an issued instruction. `current` takes mage-006 where
+//! either change applies (see `choose`).
 
 use super::element_gradient::TanhGradient;
 use crate::bias_gradient::spread_tiles::{spread_tiles, totals};

@@ -204,3 +204,16 @@ pub unsafe fn totals(partials: *const f32, dbias: *mut f32, chunks: u32, width: 
         unsafe { st(dbias, c, total) };
     }
 }
+
+/// Whether either change of [`spread_tiles`] and its [`totals`] over
+/// mage-002's applies at `d = [rows, width]`: a width not a multiple of 4
+/// (the lanes spread), or more than `TOTALS_WARPS` chunks (a totals segment
+/// of two or more, its loads batched). Elsewhere the kernels do what
+/// mage-002's do.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn changes_apply(d: &[u32]) -> bool {
+    use mage_common::device::column_sums::TOTALS_WARPS;
+    let (rows, width) = (d[0], d[1]);
+    let chunks = rows.div_ceil(super::tiles::chunk_rows(rows, width));
+    !width.is_multiple_of(4) || chunks > TOTALS_WARPS
+}

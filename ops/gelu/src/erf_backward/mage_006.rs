@@ -32,7 +32,16 @@
 //! rate; the totals as mage-003's batched ones (1.69 µs against mage-002's
 //! 2.16, `results/backward-7`): about 5 µs against mage-002's 7.52 and
 //! torch.compile's 6.74 (`results/backward-11`). At widths that are a
-//! multiple of 4 only the totals change. Not yet measured on the GPU.
+//! multiple of 4 only the totals change.
+//!
+//! Measured (`results/backward-12`, CUPTI kernel time, hot L2, medians):
+//! 6.49 µs at 1000x1001 against mage-002's 7.54, judged FASTER (0.864), and
+//! under torch.compile's 6.71 in the same session; 11.59 against 13.01 at
+//! 4096x768 (FASTER, 0.905); SAME at 16384x4096 (201.57 against 202.84,
+//! 0.992) and 512x3072 (7.42 against 7.35, 1.013). At 1000x1001 the tiles
+//! kernel moves 21.5 MB through L2 (mage-002's 27.9; Nsight Compute,
+//! `results/backward-12/nsight`). `current` takes mage-006 where either
+//! change applies (see `choose`).
 
 use super::element_gradient::ErfGradient;
 use crate::bias_gradient::spread_tiles::{spread_tiles, totals};

@@ -101,10 +101,15 @@ mod host {
     pub static STAGES: [&Stage; 6] =
         [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE, &mage_006::STAGE];
 
-    /// The stage `current` runs for these dims: mage-002 wherever it
-    /// supports them (every shape), else mage-001.
+    /// The stage `current` runs for these dims: mage-006 where either of
+    /// its changes applies (`changes_apply`: a width not a multiple of 4,
+    /// or totals segments of two or more chunks), else mage-002 (every
+    /// shape). Judged in `results/backward-12` (kernel time, hot L2):
+    /// mage-006 FASTER than mage-002 at 1000x1001 (0.864) and 4096x768
+    /// (0.905), SAME at 16384x4096 (0.992) and at 512x3072 (1.013, where it
+    /// takes mage-002).
     pub fn choose(d: &[u32]) -> &'static Stage {
-        if mage_002::supports(d) { &mage_002::STAGE } else { &mage_001::STAGE }
+        if crate::bias_gradient::spread_tiles::changes_apply(d) { &mage_006::STAGE } else { &mage_002::STAGE }
     }
 
     pub static ERF_BACKWARD: Op = Op {
@@ -135,10 +140,13 @@ mod host {
         },
         stages: &STAGES,
         outside_contract: &[],
-        // mage-002 at every shape: gelu_backward's reason (x and dy read
-        // once, dbias summed from registers, every shape supported, tails
-        // included); measured in `results/backward-5`: 0.082x mage-001 at
+        // mage-006 where its changes apply, else mage-002 (see `choose`);
+        // mage-002 measured in `results/backward-5`: 0.082x mage-001 at
         // 4096x768.
-        current: Dispatcher { summary: "mage-002 always", reads: &[], choose: |d, _| choose(d) },
+        current: Dispatcher {
+            summary: "mage-006 where the width is not a multiple of 4 or there are more than 32 chunks, else mage-002",
+            reads: &[],
+            choose: |d, _| choose(d),
+        },
     };
 }
