@@ -34,7 +34,9 @@ the custom op (``_call``). The package's ``layer_norm``, ``gelu``,
 ``bias_gelu``, ``linear`` (without bias) and ``matmul`` first try the
 plain path: one ``Launcher.run_plain``, which checks and launches where
 the call is the common one (float32 CUDA tensors the Mage op takes as
-they are, no gradient wanted, no mode) and does nothing otherwise.
+they are, no gradient wanted, no mode) and does nothing otherwise. Where
+an input wants a gradient, the same five take their autograd.Function,
+whose forward tries the plain path too.
 
 Every call allocates its outputs (and a plan's scratch) from PyTorch's
 caching allocator (``torch.empty_like`` or ``new_empty`` of an input),
@@ -1088,6 +1090,16 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             if out is not None:
                 return out[0]
     return _call("matmul", input, other)
+
+
+# An input that wants a gradient takes `_call`, then the op's
+# autograd.Function; for the ops above, that Function's forward is the
+# package's function itself, which (grad mode off inside a forward) tries
+# the plain path before the op's full function.
+for _name, _public in (("layer_norm", layer_norm), ("gelu", gelu), ("bias_gelu", bias_gelu), ("linear", linear), ("matmul", matmul)):
+    if _name in _FUNCTIONS:
+        _FUNCTIONS[_name] = _function(_name, _public, *_GRADIENTS[_name])
+del _name, _public
 
 
 def triangle(a: Tensor, b: Tensor) -> Tensor:
