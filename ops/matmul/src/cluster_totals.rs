@@ -13,7 +13,7 @@
 //! model with at most [`MAX_CLUSTER_SLICES`] slices) and the plan
 //! ([`plan_with`]), given the stage's entries.
 
-use crate::tf32x3::{BN, Block, KSliceByN, Layout, THREADS, Tile, body_with_a_rows};
+use crate::tf32x3::{BN, Block, KSliceByN, Layout, NSliceByK, THREADS, Tile, body_with_a_rows};
 use mage_common::device::cluster::*;
 use mage_common::device::*;
 
@@ -80,6 +80,51 @@ impl Layout for KSliceInShared {
     }
 }
 
+/// [`NSliceByK`] (matmul_nt's layout over a slice of K) with the
+/// accumulators stored into the block's shared memory as
+/// [`KSliceInShared`]'s are, in [`crate::tf32x3::NByK`]'s map of them:
+/// copies, split and multiplies are [`NSliceByK`]'s, so a block's partial
+/// is matmul_nt mage-003's to the bit.
+pub struct NSliceInShared;
+
+impl Layout for NSliceInShared {
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        unsafe { NSliceByK::issue_a::<VEC, T>(blk, tile, stage) }
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { NSliceByK::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        NSliceByK::fragment(at, s)
+    }
+
+    /// Registers 4 q and 4 q + 2 are the tile's row `8 q + 2 (l % 4)`,
+    /// columns `col` and `col + 8`; 4 q + 1 and 4 q + 3 the next row: four
+    /// 32-bit stores, a warp's on 32 distinct banks (rows 2 apart are 8
+    /// banks apart at [`PARTIAL_ROW_FLOATS`]).
+    #[inline(always)]
+    unsafe fn store<T: Tile>(_blk: &Block, _c: *mut f32, acc: &T::Acc) {
+        // As in [`KSliceInShared`]'s: the stages' reads done before these stores.
+        sync_threads();
+        let t = thread_idx_x();
+        let (warpgroup, warp, lane) = (t / 128, t / 32 % 4, t % 32);
+        let col = 64 * warpgroup + 16 * warp + lane / 4;
+        let store = |q: u32, v: [f32; 4]| {
+            let row = 8 * q + 2 * (lane % 4);
+            smem_st(partial_at(row, col), v[0]);
+            smem_st(partial_at(row, col + 8), v[2]);
+            smem_st(partial_at(row + 1, col), v[1]);
+            smem_st(partial_at(row + 1, col + 8), v[3]);
+        };
+        T::each_quad(acc, store);
+    }
+}
+
 /// The most slices a cluster holds: the portable cluster size.
 pub const MAX_CLUSTER_SLICES: u32 = 8;
 
@@ -136,11 +181,41 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
 
 /// Block `(t, s)` of a cluster of the slices of tile `t`: the product over
 /// slice `s = block_idx_y()` of K (`slice_k` long, the last one what is
-/// left of `k`) as mage-011's ([`crate::k_slices`]: A moved to the slice's
-/// first column, its rows `k` apart, B to its first row) into the block's
-/// shared partial tile, the cluster barrier, then the cluster's totals
-/// into C ([`add_cluster_partials`]). The cluster spans the grid's y, so a
-/// block's rank is its slice.
+/// left of `k`) in layout `L` on `cols` columns, A moved to the slice's
+/// first column (its rows stay `k` apart) and B by `k0·b_per_k` floats,
+/// into the block's shared partial tile; the cluster barrier, then the
+/// cluster's totals into C ([`add_cluster_partials`]). The cluster spans
+/// the grid's y, so a block's rank is its slice.
+///
+/// # Safety
+/// As [`slice_in_cluster`] or [`slice_nt_in_cluster`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn slice_in_cluster_with<T: Tile, L: Layout>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    cols: u32,
+    b_per_k: u32,
+) {
+    let k0 = block_idx_y() * slice_k;
+    let len = slice_k.min(k - k0);
+    let a = a.wrapping_add(k0 as usize);
+    let b = b.wrapping_add(k0 as usize * b_per_k as usize);
+    unsafe { body_with_a_rows::<true, T, L>(a, b, c, m, cols, len, k) };
+    // Every block's partial tile stored (released) before any is read.
+    cluster_arrive();
+    cluster_wait();
+    unsafe { add_cluster_partials::<T>(c, m, n) }
+}
+
+/// [`slice_in_cluster_with`] over matmul's product ([`KSliceInShared`]):
+/// as mage-011's slice ([`crate::k_slices`]), B moved to the slice's
+/// first row, the product on `n4` columns.
 ///
 /// # Safety
 /// `a`, `b` hold A `[m, k]` and B `[k, n4]` (`n4 = ⌈n/4⌉·4`), `k` a
@@ -151,15 +226,20 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
 #[inline(always)]
 pub(crate) unsafe fn slice_in_cluster<T: Tile>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
     let n4 = n.next_multiple_of(4);
-    let k0 = block_idx_y() * slice_k;
-    let len = slice_k.min(k - k0);
-    let a = a.wrapping_add(k0 as usize);
-    let b = b.wrapping_add(k0 as usize * n4 as usize);
-    unsafe { body_with_a_rows::<true, T, KSliceInShared>(a, b, c, m, n4, len, k) };
-    // Every block's partial tile stored (released) before any is read.
-    cluster_arrive();
-    cluster_wait();
-    unsafe { add_cluster_partials::<T>(c, m, n) }
+    unsafe { slice_in_cluster_with::<T, KSliceInShared>(a, b, c, m, n, k, slice_k, n4, n4) }
+}
+
+/// [`slice_in_cluster_with`] over matmul_nt's product ([`NSliceInShared`]):
+/// as matmul_nt mage-003's slice ([`crate::k_slices`]), B `[n, k]` moved
+/// to the slice's first column as A is, the product on C's own `n`
+/// columns.
+///
+/// # Safety
+/// `a`, `b` hold A `[m, k]` and B `[n, k]`, `k` a multiple of 4; `c`
+/// holds C `[m, n]`; the rest as [`slice_in_cluster`].
+#[inline(always)]
+pub(crate) unsafe fn slice_nt_in_cluster<T: Tile>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    unsafe { slice_in_cluster_with::<T, NSliceInShared>(a, b, c, m, n, k, slice_k, n, 1) }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -186,19 +266,22 @@ mod host {
     }
 
     /// A stage's clustered entries at 128 and 64 rows (kernel arguments
-    /// `a, b, c, m, n, k4, slice_k`), and its name for messages.
+    /// `a, b, c, m, n, k4, slice_k`), the layout of B they read, and its
+    /// name for messages.
     pub struct ClusterEntries {
         pub stage: &'static str,
         pub m128: &'static Kernel,
         pub m64: &'static Kernel,
+        pub b: BLayout,
     }
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of
     /// `slice_k` (a multiple of [`SLICE_QUANTUM`] where there are two or
-    /// more, at most [`MAX_CLUSTER_SLICES`] of them): where `k` or `n` is
-    /// not a multiple of 4, A and B first padded into scratch (`[m, k4]`,
-    /// `[k4, n4]`, as mage-011's); then one launch, grid `(tiles, slices)`
-    /// in clusters of `(1, slices)`, straight into C.
+    /// more, at most [`MAX_CLUSTER_SLICES`] of them): where the rows are not
+    /// 16-byte ([`BLayout::in_place`]), A and B first padded into scratch
+    /// (`[m, k4]`, and [`BLayout::b_shapes`]: `[k4, n4]` as mage-011's or
+    /// `[n, k4]` as matmul_nt mage-003's); then one launch, grid `(tiles,
+    /// slices)` in clusters of `(1, slices)`, straight into C.
     pub fn plan_with(d: &[u32], rows: u32, slice_k: u32, entries: &ClusterEntries) -> Plan {
         let (m, n, k) = (d[0], d[1], d[2]);
         let k4 = padded(d)[2];
@@ -212,10 +295,10 @@ mod host {
             _ => panic!("{stage} has tiles of 64 or 128 rows, not {rows}"),
         };
         let (mut launches, mut scratch) = (vec![], vec![]);
-        let (a, b) = if BLayout::KByN.in_place(d) {
+        let (a, b) = if entries.b.in_place(d) {
             (Arg::Input(0), Arg::Input(1))
         } else {
-            let (from, to) = BLayout::KByN.b_shapes(d);
+            let (from, to) = entries.b.b_shapes(d);
             scratch.push(m as usize * k4 as usize);
             scratch.push(to[0] as usize * to[1] as usize);
             launches.push(resize(Arg::Input(0), Arg::Scratch(0), [m, k], [m, k4]));

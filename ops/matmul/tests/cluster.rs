@@ -3,12 +3,13 @@
 //! slices with tails in m, n and k, writes every element of C, gives the
 //! same bits on a second run, and with one slice mage-009's (mage-010's
 //! where rows are padded); and its rule, mage-011's with at most 8 slices,
-//! on the host.
+//! on the host. And matmul_nt mage-004 the same way against matmul_nt
+//! mage-003 (mage-002 with one slice).
 
 use mage_common::kernel::Dim3;
 use mage_common::numeric::bits_differing;
 use mage_common::op::{HostBuf, OUTPUT_POISON, Plan, check_plan, emulate_plan};
-use mage_matmul::{OP, mage_009, mage_010, mage_011, mage_014};
+use mage_matmul::{NT, OP, mage_009, mage_010, mage_011, mage_014, nt};
 
 /// Shapes, tile rows and slice lengths: 2 to 8 slices; 16-byte rows (one
 /// launch) and rows padded (`k` or `n` not a multiple of 4: two copies
@@ -121,4 +122,64 @@ fn the_mage_014_slice_rule_from_the_dims() {
         }
     }
     assert!(capped > 0, "no shape where mage-011 takes more than 8 slices");
+}
+
+fn run_nt(plan: &Plan, d: &[u32], inputs: &[HostBuf]) -> Vec<f32> {
+    emulate_plan(&NT, plan, d, inputs).unwrap_or_else(|e| panic!("matmul_nt at {d:?}: {e}"))
+}
+
+/// matmul_nt mage-004 at [`CASES`]' shapes and splits: one launch (after
+/// A's and B's padding where `k` is not a multiple of 4; `n` needs none),
+/// every element written, mage-003's bits at the same split, twice.
+#[test]
+fn matmul_nt_mage_004_is_mage_003_to_the_bit() {
+    for (i, (d, rows, len)) in CASES.into_iter().enumerate() {
+        let plan = nt::mage_004::plan_with(&d, rows, len);
+        let aligned = d[2] % 4 == 0;
+        let names: Vec<_> = plan.launches.iter().map(|l| l.kernel.name).collect();
+        let product = format!("matmul_nt_3xtf32_cluster_m{rows}");
+        let want: Vec<&str> = if aligned { vec![&product] } else { vec!["matmul_resize", "matmul_resize", &product] };
+        assert_eq!(names, want, "{d:?}");
+        let slices = d[2].next_multiple_of(4).div_ceil(len);
+        assert!((2..=nt::mage_004::MAX_CLUSTER_SLICES).contains(&slices), "{d:?}: {slices} slices");
+        let launch = plan.launches.last().unwrap();
+        assert_eq!((launch.grid.y, launch.cluster), (slices, Dim3::new(1, slices, 1)), "{d:?}");
+
+        let inputs = NT.generate(&d, 1500 + i as u64);
+        let out = run_nt(&plan, &d, &inputs);
+        let unwritten = out.iter().filter(|x| x.to_bits() == OUTPUT_POISON).count();
+        assert_eq!(unwritten, 0, "{d:?} in slices of {len}: {unwritten} elements left as poison");
+        let want = run_nt(&nt::mage_003::plan_with(&d, rows, len), &d, &inputs);
+        let differ = bits_differing(&out, &want);
+        assert_eq!(differ, 0, "{d:?} in {slices} slices of {len}: {differ} of {} elements differ from mage-003's", out.len());
+        assert_eq!(bits_differing(&run_nt(&plan, &d, &inputs), &out), 0, "{d:?}: a second run differs");
+        check_plan(&NT, &plan, &d, &inputs).unwrap_or_else(|e| panic!("{d:?} in slices of {len}: {e}"));
+    }
+}
+
+/// One slice, a cluster of one: mage-002's bits at the same rows.
+#[test]
+fn matmul_nt_mage_004_with_one_slice_is_mage_002_to_the_bit() {
+    for rows in [64, 128] {
+        for d in [[17, 21, 100], [130, 260, 200], [65, 66, 255], [1, 1, 1]] {
+            let plan = nt::mage_004::plan_with(&d, rows, d[2].next_multiple_of(4));
+            assert_eq!(plan.launches.last().unwrap().cluster, Dim3::ONE, "{d:?}");
+            let inputs = NT.generate(&d, 1578);
+            let want = run_nt(&nt::mage_002::plan_with_rows(&d, rows), &d, &inputs);
+            assert_eq!(bits_differing(&run_nt(&plan, &d, &inputs), &want), 0, "{d:?} at {rows} rows");
+        }
+    }
+}
+
+/// Its rule is mage-014's, so mage-003's wherever that takes 8 slices or
+/// fewer.
+#[test]
+fn the_matmul_nt_mage_004_slice_rule_from_the_dims() {
+    for d in [[256, 256, 256], [512, 512, 512], [1000, 1037, 999], [1024, 1024, 1024], [64, 67, 4096]] {
+        assert_eq!(nt::mage_004::split(&d), mage_014::split(&d), "{d:?}");
+        if nt::mage_003::slices(&d) <= 8 {
+            assert_eq!(nt::mage_004::split(&d), nt::mage_003::split(&d), "{d:?}");
+        }
+        assert!(nt::mage_004::slices(&d) <= 8, "{d:?}");
+    }
 }
