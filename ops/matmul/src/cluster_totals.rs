@@ -1,12 +1,15 @@
 //! Split-K in one launch: the blocks of one output tile's K slices form a
 //! thread-block cluster, and add their partials in each other's shared
-//! memory, in slice order, straight into C (matmul mage-014). What it does
-//! and why, and its prediction, are in [`crate::mage_014`]'s module doc.
+//! memory, in slice order, straight into C (matmul mage-014, and matmul_nt
+//! mage-004 over matmul_nt mage-003's product). What it does and why, and
+//! its prediction, are in [`crate::mage_014`]'s module doc (and
+//! [`crate::nt::mage_004`]'s).
 //!
 //! Here: the device side, a block's product over its slice of K
 //! ([`crate::tf32x3`]'s body with the [`KSliceInShared`] layout:
 //! [`crate::tf32x3::KSliceByN`]'s copies and multiplies, the accumulators
-//! stored into the block's own shared memory as a row-major tile), and the
+//! stored into the block's own shared memory as a row-major tile; or
+//! matmul_nt's with [`NSliceInShared`], B `[n, k]`), and the
 //! cluster's totals of those tiles ([`add_cluster_partials`]: each block
 //! its share of the tile's quads over every rank's shared memory, in rank
 //! order, which is slice order); on the host, the rule (k_slices' cost
