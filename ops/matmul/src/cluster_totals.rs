@@ -1,22 +1,25 @@
 //! Split-K in one launch: the blocks of one output tile's K slices form a
 //! thread-block cluster, and add their partials in each other's shared
-//! memory, in slice order, straight into C (matmul mage-014, and matmul_nt
-//! mage-004 over matmul_nt mage-003's product). What it does and why, and
-//! its prediction, are in [`crate::mage_014`]'s module doc (and
-//! [`crate::nt::mage_004`]'s).
+//! memory, in slice order, straight into C (matmul mage-014, matmul_nt
+//! mage-004 over matmul_nt mage-003's product, and matmul_tn mage-006 over
+//! matmul_tn mage-004's). What it does and why, and its prediction, are in
+//! [`crate::mage_014`]'s module doc (and [`crate::nt::mage_004`]'s and
+//! [`crate::tn::mage_006`]'s).
 //!
 //! Here: the device side, a block's product over its slice of K
 //! ([`crate::tf32x3`]'s body with the [`KSliceInShared`] layout:
 //! [`crate::tf32x3::KSliceByN`]'s copies and multiplies, the accumulators
 //! stored into the block's own shared memory as a row-major tile; or
-//! matmul_nt's with [`NSliceInShared`], B `[n, k]`), and the
+//! matmul_nt's with [`NSliceInShared`], B `[n, k]`; or matmul_tn's with
+//! [`AKByMInShared`], A `[k, m]`, 64 rows), and the
 //! cluster's totals of those tiles ([`add_cluster_partials`]: each block
 //! its share of the tile's quads over every rank's shared memory, in rank
 //! order, which is slice order); on the host, the rule (k_slices' cost
-//! model with at most [`MAX_CLUSTER_SLICES`] slices) and the plan
-//! ([`plan_with`]), given the stage's entries.
+//! model with at most [`MAX_CLUSTER_SLICES`] slices; at 64 rows only for
+//! matmul_tn, [`tn_slice_k`]) and the plan ([`plan_with`]), given the
+//! stage's entries.
 
-use crate::tf32x3::{BN, Block, KSliceByN, Layout, NSliceByK, THREADS, Tile, body_with_a_rows};
+use crate::tf32x3::{AKByM, BN, Block, KSliceByN, Layout, NSliceByK, Rows64, THREADS, Tile, body, body_with_a_rows};
 use mage_common::device::cluster::*;
 use mage_common::device::*;
 
@@ -125,6 +128,43 @@ impl Layout for NSliceInShared {
             smem_st(partial_at(row + 1, col + 8), v[3]);
         };
         T::each_quad(acc, store);
+    }
+}
+
+/// [`AKByM`] (matmul_tn's layout, A `[k, m]` copied raw and split into
+/// the K-major planes, 64 rows) with the accumulators stored into the
+/// block's shared memory as [`KSliceInShared`]'s are ([`AKByM`] stores
+/// them as [`crate::tf32x3::KByN`] does, the map [`KSliceInShared`]'s
+/// store follows): its raw tile, copies, split and multiplies are
+/// [`AKByM`]'s, so a block's partial is matmul_tn mage-004's to the bit.
+pub struct AKByMInShared;
+
+impl Layout for AKByMInShared {
+    const RAW_A_BYTES: u32 = AKByM::RAW_A_BYTES;
+
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        unsafe { AKByM::issue_a::<VEC, T>(blk, tile, stage) }
+    }
+
+    #[inline(always)]
+    fn split_a<T: Tile>(stage: u32) {
+        AKByM::split_a::<T>(stage)
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { AKByM::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        AKByM::fragment(at, s)
+    }
+
+    #[inline(always)]
+    unsafe fn store<T: Tile>(blk: &Block, c: *mut f32, acc: &T::Acc) {
+        unsafe { KSliceInShared::store::<T>(blk, c, acc) }
     }
 }
 
@@ -245,13 +285,41 @@ pub(crate) unsafe fn slice_nt_in_cluster<T: Tile>(a: *const f32, b: *const f32, 
     unsafe { slice_in_cluster_with::<T, NSliceInShared>(a, b, c, m, n, k, slice_k, n, 1) }
 }
 
+/// Block `(t, s)` of a cluster of the slices of tile `t` over matmul_tn's
+/// product ([`AKByMInShared`], 64 rows): as matmul_tn mage-004's slice, A
+/// `[k, m]` and B `[k, n]` moved to the slice's first K row (`k0·m` and
+/// `k0·n` floats; a slice is contiguous rows of both), the body over the
+/// slice's `len` terms into the block's shared partial tile, `VEC` its
+/// 16-byte copies; the cluster barrier, then the cluster's totals into C
+/// ([`add_cluster_partials`]).
+///
+/// # Safety
+/// `a`, `b` hold A `[k, m]` and B `[k, n]` (`m` and `n` multiples of 4
+/// where `VEC`); `c` holds C `[m, n]`; `slice_k` a multiple of 32; the
+/// launch's grid `(tiles, ⌈k / slice_k⌉)` with clusters `(1, ⌈k /
+/// slice_k⌉)`, at most [`MAX_CLUSTER_SLICES`];
+/// [`crate::tf32x3::layout_shared_bytes`] of [`AKByM`] at 64 rows of
+/// shared memory.
+#[inline(always)]
+pub(crate) unsafe fn slice_tn_in_cluster<const VEC: bool>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    let k0 = block_idx_y() * slice_k;
+    let len = slice_k.min(k - k0);
+    let a = a.wrapping_add(k0 as usize * m as usize);
+    let b = b.wrapping_add(k0 as usize * n as usize);
+    unsafe { body::<VEC, Rows64, AKByMInShared>(a, b, c, m, n, len) };
+    // Every block's partial tile stored (released) before any is read.
+    cluster_arrive();
+    cluster_wait();
+    unsafe { add_cluster_partials::<Rows64>(c, m, n) }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::k_slices::{BLayout, SLICE_QUANTUM, padded, split_at_most, tiles};
+    use crate::k_slices::{BLayout, SLICE_QUANTUM, padded, slice_k_at_rows, split_at_most, tiles};
     use crate::tf32x3::{resize, shared_bytes};
     use mage_common::Kernel;
     use mage_common::kernel::Dim3;
@@ -266,6 +334,13 @@ mod host {
     /// Slices for these dims.
     pub fn slices(d: &[u32]) -> u32 {
         padded(d)[2].div_ceil(split(d).1)
+    }
+
+    /// The K per slice of matmul_tn's clustered product (64-row tiles
+    /// only): [`crate::k_slices::slice_k_at_rows`] at 64 rows with at most
+    /// [`MAX_CLUSTER_SLICES`] slices.
+    pub fn tn_slice_k(d: &[u32]) -> u32 {
+        slice_k_at_rows(d, 64, MAX_CLUSTER_SLICES)
     }
 
     /// A stage's clustered entries at 128 and 64 rows (kernel arguments
