@@ -1,19 +1,25 @@
 //! Split-K in one launch: the blocks of one output tile's K slices form a
 //! thread-block cluster, and add their partials in each other's shared
-//! memory, in slice order, straight into C (matmul mage-014). What it does
-//! and why, and its prediction, are in [`crate::mage_014`]'s module doc.
+//! memory, in slice order, straight into C (matmul mage-014, matmul_nt
+//! mage-004 over matmul_nt mage-003's product, and matmul_tn mage-006 over
+//! matmul_tn mage-004's). What it does and why, and its prediction, are in
+//! [`crate::mage_014`]'s module doc (and [`crate::nt::mage_004`]'s and
+//! [`crate::tn::mage_006`]'s).
 //!
 //! Here: the device side, a block's product over its slice of K
 //! ([`crate::tf32x3`]'s body with the [`KSliceInShared`] layout:
 //! [`crate::tf32x3::KSliceByN`]'s copies and multiplies, the accumulators
-//! stored into the block's own shared memory as a row-major tile), and the
+//! stored into the block's own shared memory as a row-major tile; or
+//! matmul_nt's with [`NSliceInShared`], B `[n, k]`; or matmul_tn's with
+//! [`AKByMInShared`], A `[k, m]`, 64 rows), and the
 //! cluster's totals of those tiles ([`add_cluster_partials`]: each block
 //! its share of the tile's quads over every rank's shared memory, in rank
 //! order, which is slice order); on the host, the rule (k_slices' cost
-//! model with at most [`MAX_CLUSTER_SLICES`] slices) and the plan
-//! ([`plan_with`]), given the stage's entries.
+//! model with at most [`MAX_CLUSTER_SLICES`] slices; at 64 rows only for
+//! matmul_tn, [`tn_slice_k`]) and the plan ([`plan_with`]), given the
+//! stage's entries.
 
-use crate::tf32x3::{BN, Block, KSliceByN, Layout, THREADS, Tile, body_with_a_rows};
+use crate::tf32x3::{AKByM, BN, Block, KSliceByN, Layout, NSliceByK, Rows64, THREADS, Tile, body, body_with_a_rows};
 use mage_common::device::cluster::*;
 use mage_common::device::*;
 
@@ -80,6 +86,88 @@ impl Layout for KSliceInShared {
     }
 }
 
+/// [`NSliceByK`] (matmul_nt's layout over a slice of K) with the
+/// accumulators stored into the block's shared memory as
+/// [`KSliceInShared`]'s are, in [`crate::tf32x3::NByK`]'s map of them:
+/// copies, split and multiplies are [`NSliceByK`]'s, so a block's partial
+/// is matmul_nt mage-003's to the bit.
+pub struct NSliceInShared;
+
+impl Layout for NSliceInShared {
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        unsafe { NSliceByK::issue_a::<VEC, T>(blk, tile, stage) }
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { NSliceByK::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        NSliceByK::fragment(at, s)
+    }
+
+    /// Registers 4 q and 4 q + 2 are the tile's row `8 q + 2 (l % 4)`,
+    /// columns `col` and `col + 8`; 4 q + 1 and 4 q + 3 the next row: four
+    /// 32-bit stores, a warp's on 32 distinct banks (rows 2 apart are 8
+    /// banks apart at [`PARTIAL_ROW_FLOATS`]).
+    #[inline(always)]
+    unsafe fn store<T: Tile>(_blk: &Block, _c: *mut f32, acc: &T::Acc) {
+        // As in [`KSliceInShared`]'s: the stages' reads done before these stores.
+        sync_threads();
+        let t = thread_idx_x();
+        let (warpgroup, warp, lane) = (t / 128, t / 32 % 4, t % 32);
+        let col = 64 * warpgroup + 16 * warp + lane / 4;
+        let store = |q: u32, v: [f32; 4]| {
+            let row = 8 * q + 2 * (lane % 4);
+            smem_st(partial_at(row, col), v[0]);
+            smem_st(partial_at(row, col + 8), v[2]);
+            smem_st(partial_at(row + 1, col), v[1]);
+            smem_st(partial_at(row + 1, col + 8), v[3]);
+        };
+        T::each_quad(acc, store);
+    }
+}
+
+/// [`AKByM`] (matmul_tn's layout, A `[k, m]` copied raw and split into
+/// the K-major planes, 64 rows) with the accumulators stored into the
+/// block's shared memory as [`KSliceInShared`]'s are ([`AKByM`] stores
+/// them as [`crate::tf32x3::KByN`] does, the map [`KSliceInShared`]'s
+/// store follows): its raw tile, copies, split and multiplies are
+/// [`AKByM`]'s, so a block's partial is matmul_tn mage-004's to the bit.
+pub struct AKByMInShared;
+
+impl Layout for AKByMInShared {
+    const RAW_A_BYTES: u32 = AKByM::RAW_A_BYTES;
+
+    #[inline(always)]
+    unsafe fn issue_a<const VEC: bool, T: Tile>(blk: &Block, tile: u32, stage: u32) {
+        unsafe { AKByM::issue_a::<VEC, T>(blk, tile, stage) }
+    }
+
+    #[inline(always)]
+    fn split_a<T: Tile>(stage: u32) {
+        AKByM::split_a::<T>(stage)
+    }
+
+    #[inline(always)]
+    unsafe fn issue_b<const VEC: bool>(blk: &Block, k0: u32, at: u32) {
+        unsafe { AKByM::issue_b::<VEC>(blk, k0, at) }
+    }
+
+    #[inline(always)]
+    fn fragment(at: u32, s: u32) -> [f32; 4] {
+        AKByM::fragment(at, s)
+    }
+
+    #[inline(always)]
+    unsafe fn store<T: Tile>(blk: &Block, c: *mut f32, acc: &T::Acc) {
+        unsafe { KSliceInShared::store::<T>(blk, c, acc) }
+    }
+}
+
 /// The most slices a cluster holds: the portable cluster size.
 pub const MAX_CLUSTER_SLICES: u32 = 8;
 
@@ -136,11 +224,41 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
 
 /// Block `(t, s)` of a cluster of the slices of tile `t`: the product over
 /// slice `s = block_idx_y()` of K (`slice_k` long, the last one what is
-/// left of `k`) as mage-011's ([`crate::k_slices`]: A moved to the slice's
-/// first column, its rows `k` apart, B to its first row) into the block's
-/// shared partial tile, the cluster barrier, then the cluster's totals
-/// into C ([`add_cluster_partials`]). The cluster spans the grid's y, so a
-/// block's rank is its slice.
+/// left of `k`) in layout `L` on `cols` columns, A moved to the slice's
+/// first column (its rows stay `k` apart) and B by `k0·b_per_k` floats,
+/// into the block's shared partial tile; the cluster barrier, then the
+/// cluster's totals into C ([`add_cluster_partials`]). The cluster spans
+/// the grid's y, so a block's rank is its slice.
+///
+/// # Safety
+/// As [`slice_in_cluster`] or [`slice_nt_in_cluster`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn slice_in_cluster_with<T: Tile, L: Layout>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    slice_k: u32,
+    cols: u32,
+    b_per_k: u32,
+) {
+    let k0 = block_idx_y() * slice_k;
+    let len = slice_k.min(k - k0);
+    let a = a.wrapping_add(k0 as usize);
+    let b = b.wrapping_add(k0 as usize * b_per_k as usize);
+    unsafe { body_with_a_rows::<true, T, L>(a, b, c, m, cols, len, k) };
+    // Every block's partial tile stored (released) before any is read.
+    cluster_arrive();
+    cluster_wait();
+    unsafe { add_cluster_partials::<T>(c, m, n) }
+}
+
+/// [`slice_in_cluster_with`] over matmul's product ([`KSliceInShared`]):
+/// as mage-011's slice ([`crate::k_slices`]), B moved to the slice's
+/// first row, the product on `n4` columns.
 ///
 /// # Safety
 /// `a`, `b` hold A `[m, k]` and B `[k, n4]` (`n4 = ⌈n/4⌉·4`), `k` a
@@ -151,15 +269,48 @@ unsafe fn add_cluster_partials<T: Tile>(c: *mut f32, m: u32, n: u32) {
 #[inline(always)]
 pub(crate) unsafe fn slice_in_cluster<T: Tile>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
     let n4 = n.next_multiple_of(4);
+    unsafe { slice_in_cluster_with::<T, KSliceInShared>(a, b, c, m, n, k, slice_k, n4, n4) }
+}
+
+/// [`slice_in_cluster_with`] over matmul_nt's product ([`NSliceInShared`]):
+/// as matmul_nt mage-003's slice ([`crate::k_slices`]), B `[n, k]` moved
+/// to the slice's first column as A is, the product on C's own `n`
+/// columns.
+///
+/// # Safety
+/// `a`, `b` hold A `[m, k]` and B `[n, k]`, `k` a multiple of 4; `c`
+/// holds C `[m, n]`; the rest as [`slice_in_cluster`].
+#[inline(always)]
+pub(crate) unsafe fn slice_nt_in_cluster<T: Tile>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
+    unsafe { slice_in_cluster_with::<T, NSliceInShared>(a, b, c, m, n, k, slice_k, n, 1) }
+}
+
+/// Block `(t, s)` of a cluster of the slices of tile `t` over matmul_tn's
+/// product ([`AKByMInShared`], 64 rows): as matmul_tn mage-004's slice, A
+/// `[k, m]` and B `[k, n]` moved to the slice's first K row (`k0·m` and
+/// `k0·n` floats; a slice is contiguous rows of both), the body over the
+/// slice's `len` terms into the block's shared partial tile, `VEC` its
+/// 16-byte copies; the cluster barrier, then the cluster's totals into C
+/// ([`add_cluster_partials`]).
+///
+/// # Safety
+/// `a`, `b` hold A `[k, m]` and B `[k, n]` (`m` and `n` multiples of 4
+/// where `VEC`); `c` holds C `[m, n]`; `slice_k` a multiple of 32; the
+/// launch's grid `(tiles, ⌈k / slice_k⌉)` with clusters `(1, ⌈k /
+/// slice_k⌉)`, at most [`MAX_CLUSTER_SLICES`];
+/// [`crate::tf32x3::layout_shared_bytes`] of [`AKByM`] at 64 rows of
+/// shared memory.
+#[inline(always)]
+pub(crate) unsafe fn slice_tn_in_cluster<const VEC: bool>(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, slice_k: u32) {
     let k0 = block_idx_y() * slice_k;
     let len = slice_k.min(k - k0);
-    let a = a.wrapping_add(k0 as usize);
-    let b = b.wrapping_add(k0 as usize * n4 as usize);
-    unsafe { body_with_a_rows::<true, T, KSliceInShared>(a, b, c, m, n4, len, k) };
+    let a = a.wrapping_add(k0 as usize * m as usize);
+    let b = b.wrapping_add(k0 as usize * n as usize);
+    unsafe { body::<VEC, Rows64, AKByMInShared>(a, b, c, m, n, len) };
     // Every block's partial tile stored (released) before any is read.
     cluster_arrive();
     cluster_wait();
-    unsafe { add_cluster_partials::<T>(c, m, n) }
+    unsafe { add_cluster_partials::<Rows64>(c, m, n) }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -168,7 +319,7 @@ pub use host::*;
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use super::*;
-    use crate::k_slices::{BLayout, SLICE_QUANTUM, padded, split_at_most, tiles};
+    use crate::k_slices::{BLayout, SLICE_QUANTUM, padded, slice_k_at_rows, split_at_most, tiles};
     use crate::tf32x3::{resize, shared_bytes};
     use mage_common::Kernel;
     use mage_common::kernel::Dim3;
@@ -185,20 +336,30 @@ mod host {
         padded(d)[2].div_ceil(split(d).1)
     }
 
+    /// The K per slice of matmul_tn's clustered product (64-row tiles
+    /// only): [`crate::k_slices::slice_k_at_rows`] at 64 rows with at most
+    /// [`MAX_CLUSTER_SLICES`] slices.
+    pub fn tn_slice_k(d: &[u32]) -> u32 {
+        slice_k_at_rows(d, 64, MAX_CLUSTER_SLICES)
+    }
+
     /// A stage's clustered entries at 128 and 64 rows (kernel arguments
-    /// `a, b, c, m, n, k4, slice_k`), and its name for messages.
+    /// `a, b, c, m, n, k4, slice_k`), the layout of B they read, and its
+    /// name for messages.
     pub struct ClusterEntries {
         pub stage: &'static str,
         pub m128: &'static Kernel,
         pub m64: &'static Kernel,
+        pub b: BLayout,
     }
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of
     /// `slice_k` (a multiple of [`SLICE_QUANTUM`] where there are two or
-    /// more, at most [`MAX_CLUSTER_SLICES`] of them): where `k` or `n` is
-    /// not a multiple of 4, A and B first padded into scratch (`[m, k4]`,
-    /// `[k4, n4]`, as mage-011's); then one launch, grid `(tiles, slices)`
-    /// in clusters of `(1, slices)`, straight into C.
+    /// more, at most [`MAX_CLUSTER_SLICES`] of them): where the rows are not
+    /// 16-byte ([`BLayout::in_place`]), A and B first padded into scratch
+    /// (`[m, k4]`, and [`BLayout::b_shapes`]: `[k4, n4]` as mage-011's or
+    /// `[n, k4]` as matmul_nt mage-003's); then one launch, grid `(tiles,
+    /// slices)` in clusters of `(1, slices)`, straight into C.
     pub fn plan_with(d: &[u32], rows: u32, slice_k: u32, entries: &ClusterEntries) -> Plan {
         let (m, n, k) = (d[0], d[1], d[2]);
         let k4 = padded(d)[2];
@@ -212,10 +373,10 @@ mod host {
             _ => panic!("{stage} has tiles of 64 or 128 rows, not {rows}"),
         };
         let (mut launches, mut scratch) = (vec![], vec![]);
-        let (a, b) = if BLayout::KByN.in_place(d) {
+        let (a, b) = if entries.b.in_place(d) {
             (Arg::Input(0), Arg::Input(1))
         } else {
-            let (from, to) = BLayout::KByN.b_shapes(d);
+            let (from, to) = entries.b.b_shapes(d);
             scratch.push(m as usize * k4 as usize);
             scratch.push(to[0] as usize * to[1] as usize);
             launches.push(resize(Arg::Input(0), Arg::Scratch(0), [m, k], [m, k4]));

@@ -16,7 +16,9 @@
 //! ([`estimate_ns`]), the rule it gives ([`split`]) and the plan of the
 //! padding, product and totals launches ([`plan_with`]), given the
 //! stage's entries, the layout of B they read and where A comes from
-//! ([`AFrom`]).
+//! ([`AFrom`]); and that model's rule at one tile height
+//! ([`slice_k_at_rows`], matmul_tn mage-006's through
+//! [`crate::cluster_totals`]).
 
 use crate::split_k::{add_slices, store_flat};
 use crate::tf32x3::{KSliceByN, Layout, NSliceByK, Tile, body_with_a_rows};
@@ -187,6 +189,30 @@ mod host {
     /// Slices for these dims.
     pub fn slices(d: &[u32]) -> u32 {
         padded(d)[2].div_ceil(split(d).1)
+    }
+
+    /// The K per slice at tiles of `rows` rows only, among the choices of
+    /// at most `max_slices` slices: of one slice (`k4`) and, for every
+    /// count `s` from 2 to `min(⌈k4 / SLICE_QUANTUM⌉, MAX_SLICES)`, `⌈k4 /
+    /// s⌉` rounded up to [`SLICE_QUANTUM`], the one [`estimate_ns`] puts
+    /// cheapest (one slice, then the longer slice on a tie): [`split`]'s
+    /// model for a product that has one tile height (matmul_tn's
+    /// [`crate::tf32x3::AKByM`], 64 rows).
+    pub fn slice_k_at_rows(d: &[u32], rows: u32, max_slices: u32) -> u32 {
+        let k4 = padded(d)[2];
+        let mut best = (estimate_ns(d, rows, k4), k4);
+        for s in 2..=k4.div_ceil(SLICE_QUANTUM).min(MAX_SLICES) {
+            let len = k4.div_ceil(s).next_multiple_of(SLICE_QUANTUM);
+            // A count's rounding up may give fewer slices than `s`.
+            if k4.div_ceil(len) > max_slices {
+                continue;
+            }
+            let cost = estimate_ns(d, rows, len);
+            if cost < best.0 {
+                best = (cost, len);
+            }
+        }
+        best.1
     }
 
     /// A stage's entries: its slice products at 128 and 64 rows (kernel

@@ -21,7 +21,7 @@
 //! | [`mage_014`] | split-K in one launch: the K slices of a tile are one thread-block cluster, mage-011's partials added in slice order through distributed shared memory straight into C; at most 8 slices |
 //! | [`tf32x3`] | the kernel body of mage-009, mage-010 and mage-011: the 3xTF32 product on `wgmma` (generic over the operands' layout, for [`nt`] and [`tn`] too) |
 //! | [`k_slices`] | mage-011's split of K over that product on 16-byte rows (shared with [`tn`]'s mage-005 and [`nt`]'s mage-003, B `[k, n]` or `[n, k]`): the slice body, the totals of padded partials, the cost model, the slice rule and the plan |
-//! | [`cluster_totals`] | mage-014's body: mage-011's slice product with its accumulators stored into shared memory, and the cluster's in-order totals of those partials into C; its rule (k_slices' capped at 8 slices) and plan |
+//! | [`cluster_totals`] | mage-014's body (shared with [`nt`]'s mage-004, B `[n, k]`, and [`tn`]'s mage-006, A `[k, m]` at 64 rows): mage-011's slice product with its accumulators stored into shared memory, and the cluster's in-order totals of those partials into C; its rule (k_slices' capped at 8 slices; at 64 rows for [`tn`]) and plan |
 //! | [`split_k`] | the second pass of a split-K product (mage-011's, [`tn`]'s mage-004's and mage-005's, [`nt`]'s mage-003's): each element's partials over the K slices added in slice order |
 //! | [`current`] | the dispatcher: picks a stage for the shape |
 //!

@@ -120,13 +120,18 @@ pub use host::*;
 mod host {
     use super::*;
     use crate::cluster_totals::ClusterEntries;
+    use crate::k_slices::BLayout;
     use mage_common::op::{Plan, Stage};
 
     pub use crate::cluster_totals::{MAX_CLUSTER_SLICES, slices, split};
 
     /// This stage's entries, for [`crate::cluster_totals::plan_with`].
-    pub static ENTRIES: ClusterEntries =
-        ClusterEntries { stage: "mage-014", m128: &matmul_3xtf32_cluster_m128::KERNEL, m64: &matmul_3xtf32_cluster_m64::KERNEL };
+    pub static ENTRIES: ClusterEntries = ClusterEntries {
+        stage: "mage-014",
+        m128: &matmul_3xtf32_cluster_m128::KERNEL,
+        m64: &matmul_3xtf32_cluster_m64::KERNEL,
+        b: BLayout::KByN,
+    };
 
     /// The launches with tiles of `rows` rows (64 or 128) and slices of
     /// `slice_k` (a multiple of [`crate::k_slices::SLICE_QUANTUM`] where

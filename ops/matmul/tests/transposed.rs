@@ -156,12 +156,14 @@ fn the_plans_pick_their_entries() {
             for d in op.sweep.iter().map(|w| w.dims).chain([&[1u32, 1, 1][..], &[17, 19, 23]]) {
                 for l in (stage.plan)(d).launches {
                     assert!(l.shared_bytes <= 227 * 1024, "{} {} asks for {} bytes at {d:?}", op.name, stage.name, l.shared_bytes);
-                    // 1-D grids, but for the K slices of matmul_tn mage-004's and mage-005's and matmul_nt
-                    // mage-003's products (their grids' y).
-                    let slices = match stage.name {
-                        "mage-003" if l.kernel.name.contains("splitk") => nt::mage_003::slices(d),
-                        "mage-004" if l.kernel.name.contains("splitk") => tn::mage_004::slices(d),
-                        "mage-005" if l.kernel.name.contains("splitk") => tn::mage_005::slices(d),
+                    // 1-D grids, but for the K slices of matmul_tn mage-004's to mage-006's and matmul_nt
+                    // mage-003's and mage-004's products (their grids' y).
+                    let slices = match (op.name, stage.name) {
+                        ("matmul_nt", "mage-003") if l.kernel.name.contains("splitk") => nt::mage_003::slices(d),
+                        ("matmul_nt", "mage-004") if l.kernel.name.contains("cluster") => nt::mage_004::slices(d),
+                        ("matmul_tn", "mage-004") if l.kernel.name.contains("splitk") => tn::mage_004::slices(d),
+                        ("matmul_tn", "mage-005") if l.kernel.name.contains("splitk") => tn::mage_005::slices(d),
+                        ("matmul_tn", "mage-006") => tn::mage_006::slices(d),
                         _ => 1,
                     };
                     assert_eq!((l.grid.y, l.grid.z), (slices, 1), "{} {} at {d:?}", op.name, stage.name);

@@ -22,11 +22,13 @@
 //! | [`mage_001`] | 16x16 shared tiles, one output per thread, each sum one `fma` per term in order |
 //! | [`mage_002`] | 3xTF32 (FP32 accuracy) on `wgmma`: matmul mage-009's product with B's tile K-major and swizzled like A's |
 //! | [`mage_003`] | split-K: mage-002's product per tile and slice of K into scratch, the slices added in order by a second kernel; matmul mage-011's slice rule |
+//! | [`mage_004`] | split-K in one launch: a tile's K slices one thread-block cluster, mage-003's partials added in slice order through distributed shared memory straight into C; matmul mage-014's body and rule |
 //! | [`current`] | the dispatcher |
 
 pub mod mage_001;
 pub mod mage_002;
 pub mod mage_003;
+pub mod mage_004;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod current;
@@ -50,7 +52,7 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 3] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE];
+    pub static STAGES: [&Stage; 4] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE];
 
     /// The op.
     pub static NT: Op = Op {

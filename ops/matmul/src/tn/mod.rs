@@ -14,7 +14,9 @@
 //! generators, the tolerance and the kernel arguments; its 3xTF32 stages
 //! run [`crate::tf32x3`]'s body, mage-003 and mage-004 with A's
 //! [`crate::tf32x3::AKByM`] layout, mage-005 through matmul mage-011's
-//! split ([`crate::k_slices`]) on A transposed into scratch.
+//! split ([`crate::k_slices`]) on A transposed into scratch, mage-006
+//! through matmul mage-014's clusters ([`crate::cluster_totals`]) with
+//! that layout.
 //!
 //! | stage | what changed |
 //! |---|---|
@@ -23,6 +25,7 @@
 //! | [`mage_003`] | A's transpose inside the product: each K tile copied raw and split into the K-major planes, 64-row tiles, one launch |
 //! | [`mage_004`] | split-K: mage-003's product per tile and slice of K into scratch, the slices added in order by a second kernel |
 //! | [`mage_005`] | split-K over the transposed product: mage-002's transpose (rows padded to 16 bytes), then matmul mage-011's split product and in-order totals, 64- or 128-row tiles |
+//! | [`mage_006`] | split-K in one launch: a tile's K slices one thread-block cluster, mage-004's partials added in slice order through distributed shared memory straight into C; matmul mage-014's totals, its cost model at 64 rows |
 //! | [`transpose`] | the kernel body of mage-002's and mage-005's transpose of A into scratch |
 //! | [`current`] | the dispatcher |
 
@@ -31,6 +34,7 @@ pub mod mage_002;
 pub mod mage_003;
 pub mod mage_004;
 pub mod mage_005;
+pub mod mage_006;
 pub mod transpose;
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -55,7 +59,8 @@ mod host {
     }
 
     /// The registry: every stage, oldest first.
-    pub static STAGES: [&Stage; 5] = [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE];
+    pub static STAGES: [&Stage; 6] =
+        [&mage_001::STAGE, &mage_002::STAGE, &mage_003::STAGE, &mage_004::STAGE, &mage_005::STAGE, &mage_006::STAGE];
 
     /// The op.
     pub static TN: Op = Op {
