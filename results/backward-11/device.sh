@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU evidence behind results/backward-9, results/nsight-3, results/backward-11 and results/backward-12, run from the checkout's root with the
+# The GPU evidence behind results/backward-9, results/nsight-3, results/backward-11, results/backward-12 and results/backward-13, run from the checkout's root with the
 # bundle (`cargo xtask bundle`) in dist/mage (its binary and python/) and the expecttest wheel in .whl/; OUT names the folder the
 # logs go to, PART which batch:
 #   final:   alone, one after another: the host time per call (python/gpu_checks/host_time.py), the

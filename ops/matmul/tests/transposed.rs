@@ -267,21 +267,25 @@ fn current_dispatches_by_shape() {
             assert_eq!(choose(&d).name, "mage-002", "{} {d:?}", op.name);
         }
         // Many tiles over a long k: matmul_tn transposes A, then splits k
-        // (mage-005); matmul_nt splits k over its product (mage-003).
-        let many = if op.name == "matmul_tn" { "mage-005" } else { "mage-003" };
-        for d in [[1000, 1037, 999], [768, 3072, 4096]] {
-            assert_eq!(choose(&d).name, many, "{} {d:?}", op.name);
-        }
-        // Two slices over many tiles: matmul_nt keeps mage-002.
+        // (mage-005); matmul_nt splits k over its product, in one launch of
+        // clusters where they fit one wave (mage-004: three slices, and two
+        // over many tiles), else with a totals launch (mage-003: eight).
+        let (few_slices, many_slices) = if op.name == "matmul_tn" { ("mage-005", "mage-005") } else { ("mage-004", "mage-003") };
+        assert_eq!(choose(&[1000, 1037, 999]).name, few_slices, "{}", op.name);
+        assert_eq!(choose(&[768, 3072, 4096]).name, many_slices, "{}", op.name);
         if op.name == "matmul_nt" {
-            assert_eq!(choose(&[4096, 768, 3072]).name, "mage-002");
+            assert_eq!(choose(&[4096, 768, 3072]).name, "mage-004");
+            // 32 tiles in clusters of 4: past one wave.
+            assert_eq!(choose(&[512, 512, 512]).name, "mage-003");
         }
-        for d in [[1024, 1024, 63], [4096, 4096, 1], [1, 1, 1], [17, 19, 23]] {
+        for d in [[1024, 1024, 63], [4096, 4096, 1], [1, 1, 1], [17, 19, 23], [256, 256, 64]] {
             assert_eq!(choose(&d).name, "mage-001", "{} {d:?}", op.name);
         }
-        // Few tiles: matmul_nt splits k from k = 64 (mage-003); matmul_tn
-        // from k = 512 (mage-004), its CUDA-core tiles below.
-        let (few, long) = if op.name == "matmul_tn" { ("mage-001", "mage-004") } else { ("mage-003", "mage-003") };
+        // Few tiles: matmul_nt splits k from k = 64 (mage-004 in one launch
+        // where its split is mage-003's, mage-003 where that takes more than
+        // 8 slices); matmul_tn from k = 512 (mage-004), below it in one
+        // launch of clusters (mage-006) where its rule splits.
+        let (few, long) = if op.name == "matmul_tn" { ("mage-006", "mage-004") } else { ("mage-004", "mage-003") };
         assert_eq!(choose(&[256, 256, 256]).name, few, "{}", op.name);
         assert_eq!(choose(&[128, 128, 4096]).name, long, "{}", op.name);
         assert!(std::ptr::eq(op.dispatch(&[1024, 1024, 1024], &[]), choose(&[1024, 1024, 1024])));

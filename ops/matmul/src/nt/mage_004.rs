@@ -63,9 +63,15 @@
 //!
 //! ## Measured
 //!
-//! Not yet measured on the GPU: the 4.7 µs at 256³ above is a prediction,
-//! against mage-003's measured 6.33 (`results/backward-9`). `current`
-//! keeps mage-003.
+//! `results/backward-13` (CUPTI kernel time, hot L2, medians): 5.68 µs at
+//! 256³ against mage-003's 6.29, judged FASTER (0.898), and under torch's
+//! 6.34 in the same session (the prediction, 4.7, was 17% low); 53.30
+//! against 56.17 at 1000x1037x999 (0.950) and 245.52 against mage-002's
+//! 256.95 at 4096x768x3072 (two slices, 0.947), both FASTER; SLOWER at
+//! 512³, 14.67 against 9.52 (1.539): 32 tiles in clusters of 4, 128 blocks,
+//! past one wave, as mage-014 at 512³. `current` takes it where its split
+//! is mage-003's and its clusters fit one wave
+//! (`super::current::clusters_fit`).
 
 pub use crate::tf32x3::matmul_resize;
 use crate::tf32x3::{Rows64, Rows128};

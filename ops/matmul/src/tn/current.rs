@@ -42,6 +42,25 @@
 //! mage-002 at 1024³ and 2048³, where its rule takes one slice; at 512³
 //! mage-004 took 10.31 µs and mage-005 11.10 in the same session.)
 
+//! Below 32 tiles from k = 64, where mage-001 ran, mage-006 (split-K in
+//! one launch, a tile's slices one thread-block cluster) takes the shapes
+//! whose clusters fit one wave ([`clusters_fit`]): at 256³ it was FASTER
+//! than mage-001 (`results/backward-13`):
+//!
+//! <!-- mage:table verdicts results/backward-13/comparison.json a=mage-006 ops=matmul_tn -->
+//! | op | workload | L2 | instrument | A | B | A/B median [spread] | verdict |
+//! |---|---|---|---|---|---|---|---|
+//! | matmul_tn | 256x256x256 | hot | kernel time | rust mage-006 | rust mage-001 | 0.772 [0.772, 0.775] | FASTER |
+//! | matmul_tn | 256x256x256 | hot | kernel time | rust mage-006 | rust mage-004 | 0.706 [0.704, 0.707] | FASTER |
+//! | matmul_tn | 256x256x256 | hot | kernel time | rust mage-006 | rust mage-005 | 0.813 [0.809, 0.814] | FASTER |
+//! | matmul_tn | 512x512x512 | hot | kernel time | rust mage-006 | rust mage-001 | 0.335 [0.334, 0.335] | FASTER |
+//! | matmul_tn | 512x512x512 | hot | kernel time | rust mage-006 | rust mage-004 | 1.590 [1.590, 1.590] | SLOWER |
+//! | matmul_tn | 512x512x512 | hot | kernel time | rust mage-006 | rust mage-005 | 1.463 [1.463, 1.467] | SLOWER |
+//! | matmul_tn | 1000x1037x999 | hot | kernel time | rust mage-006 | rust mage-001 | 0.253 [0.252, 0.253] | FASTER |
+//! | matmul_tn | 1000x1037x999 | hot | kernel time | rust mage-006 | rust mage-004 | 1.053 [1.052, 1.054] | SLOWER |
+//! | matmul_tn | 1000x1037x999 | hot | kernel time | rust mage-006 | rust mage-005 | 1.599 [1.597, 1.602] | SLOWER |
+//! <!-- /mage:table -->
+
 use mage_common::op::{Dispatcher, Stage};
 
 /// Below this many 64x64 output tiles, mage-001's 16x16 tiles fill the GPU better.
@@ -60,7 +79,26 @@ pub fn choose(d: &[u32]) -> &'static Stage {
         return &super::mage_005::STAGE;
     }
     let tiles = d[0].div_ceil(64) * d[1].div_ceil(64);
-    if tiles >= MIN_TILES_FOR_3XTF32 && d[2] >= MIN_K_FOR_3XTF32 { &super::mage_002::STAGE } else { &super::mage_001::STAGE }
+    if tiles >= MIN_TILES_FOR_3XTF32 && d[2] >= MIN_K_FOR_3XTF32 {
+        &super::mage_002::STAGE
+    } else if d[2] >= MIN_K_FOR_3XTF32 && clusters_fit(d) {
+        &super::mage_006::STAGE
+    } else {
+        &super::mage_001::STAGE
+    }
+}
+
+/// Whether mage-006 takes a shape that would otherwise run mage-001: its
+/// rule cuts k in two slices or more, and its clusters fit one wave as
+/// matmul mage-014's were measured to (fewer than
+/// [`crate::current::MIN_SLICES_PACKED`] slices, or at most
+/// [`crate::current::MAX_CLUSTERED_BLOCKS`] blocks). Where mage-004,
+/// mage-005 or mage-002 run it is not taken: it lost to mage-004 at 512³
+/// (1.590) and to mage-005 at 1000x1037x999 (1.599, `results/backward-13`).
+pub fn clusters_fit(d: &[u32]) -> bool {
+    let slices = super::mage_006::slices(d);
+    let blocks = super::mage_006::tiles(d) * slices;
+    slices >= 2 && (slices < crate::current::MIN_SLICES_PACKED || blocks <= crate::current::MAX_CLUSTERED_BLOCKS)
 }
 
 /// Shortest contraction from which [`choose`] takes mage-004.
@@ -79,7 +117,7 @@ pub fn splits(d: &[u32]) -> bool {
 
 /// `current` for the registry: picks from the dims alone.
 pub const DISPATCHER: Dispatcher = Dispatcher {
-    summary: "mage-004 (split-K) where k >= 512 splits over fewer than 264 tiles; else mage-005 (transpose, then split-K) where k >= 512 and its rule splits; else mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; mage-001 below either",
+    summary: "mage-004 (split-K) where k >= 512 splits over fewer than 264 tiles; else mage-005 (transpose, then split-K) where k >= 512 and its rule splits; else mage-002 (3xTF32) from k = 64 and 32 tiles of 64x64; below them from k = 64 mage-006 (split-K in one launch) where its rule splits and its clusters fit one wave; mage-001 elsewhere",
     reads: &[],
     choose: |d, _| choose(d),
 };
@@ -90,9 +128,9 @@ mod tests {
 
     #[test]
     fn picks_the_measured_winner_at_every_measured_shape() {
-        // results/backward-5's kernel-time verdicts.
+        // results/backward-5's and results/backward-13's kernel-time verdicts.
         for (d, stage) in [
-            ([256, 256, 256], "mage-001"),
+            ([256, 256, 256], "mage-006"),
             ([512, 512, 512], "mage-004"),
             ([1024, 1024, 1024], "mage-002"),
             ([2048, 2048, 2048], "mage-002"),

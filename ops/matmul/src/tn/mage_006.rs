@@ -76,8 +76,13 @@
 //!
 //! ## Measured
 //!
-//! Not yet measured on the GPU: the 6.2 µs at 256³ above is a prediction.
-//! `current` unchanged.
+//! `results/backward-13` (CUPTI kernel time, hot L2, medians): 6.22 µs at
+//! 256³ against mage-001's 7.94, judged FASTER (0.772), as predicted; still
+//! above torch's 5.62 (1.107). SLOWER at 512³ against mage-004 (16.39
+//! against 10.41, 1.590: 128 blocks in clusters of 4, past one wave) and at
+//! 1000x1037x999 against mage-005 (89.86 against 56.14, 1.599). `current`
+//! takes it only below 32 tiles, where mage-001 ran, where its clusters fit
+//! one wave (`super::current::clusters_fit`).
 
 mage_common::kernel! {
     /// Block `(t, s)` of a cluster `(1, slices)`: tile `t` (64 rows x 128
