@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU evidence behind results/backward-9 and results/nsight-3, run from the checkout's root with the
+# The GPU evidence behind results/backward-9, results/nsight-3 and results/backward-11 to results/backward-14, run from the checkout's root with the
 # bundle (`cargo xtask bundle`) in dist/mage (its binary and python/) and the expecttest wheel in .whl/; OUT names the folder the
 # logs go to, PART which batch:
 #   final:   alone, one after another: the host time per call (python/gpu_checks/host_time.py), the
